@@ -1,0 +1,64 @@
+// The one configuration loader: environment variables with documented defaults (README's
+// configuration table mirrors `configVariables`).
+import { resolve } from "node:path";
+import type { LogLevel } from "./logger.js";
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** Unset: start the embedded database under dataDir. */
+  mongodbUri: string | undefined;
+  mongodbDb: string;
+  bodyLimitBytes: number;
+  logLevel: LogLevel;
+  /** Extra base models offered by this deployment (names, GGUF paths or hf: references). */
+  baseModels: string[];
+  shutdownGraceMs: number;
+  /** Entity of the API key created on a first start of the embedded default. */
+  bootstrapEntity: string;
+}
+
+export const configVariables: { name: string; default: string; meaning: string }[] = [
+  { name: "HOST", default: "127.0.0.1", meaning: "address to listen on" },
+  { name: "PORT", default: "8000", meaning: "port for gRPC, gRPC-Web, Connect and REST (0 = any free port)" },
+  { name: "DATA_DIR", default: "./data", meaning: "embedded database files, models, logs" },
+  { name: "MONGODB_URI", default: "(unset)", meaning: "use this MongoDB instead of the embedded database" },
+  { name: "MONGODB_DB", default: "srl", meaning: "database name" },
+  { name: "BODY_LIMIT_BYTES", default: "67108864", meaning: "largest request body accepted (64 MiB)" },
+  { name: "LOG_LEVEL", default: "info", meaning: "debug, info, warn or error" },
+  { name: "BASE_MODELS", default: "(empty)", meaning: "comma-separated extra base models" },
+  { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
+  { name: "BOOTSTRAP_ENTITY", default: "local", meaning: "entity of the key created on a first embedded start" },
+];
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    host: env.HOST || "127.0.0.1",
+    port: intVar(env, "PORT", 8000, 0, 65535),
+    dataDir: resolve(env.DATA_DIR || "./data"),
+    mongodbUri: env.MONGODB_URI || undefined,
+    mongodbDb: env.MONGODB_DB || "srl",
+    bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 64 * 1024 * 1024, 1024, 2 ** 31 - 1),
+    logLevel: levelVar(env.LOG_LEVEL),
+    baseModels: (env.BASE_MODELS ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0),
+    shutdownGraceMs: intVar(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    bootstrapEntity: env.BOOTSTRAP_ENTITY || "local",
+  };
+}
+
+function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name}=${raw} is not an integer between ${min} and ${max}`);
+  }
+  return value;
+}
+
+function levelVar(raw: string | undefined): LogLevel {
+  if (raw === undefined || raw === "") return "info";
+  if (raw === "debug" || raw === "info" || raw === "warn" || raw === "error") return raw;
+  throw new Error(`LOG_LEVEL=${raw} must be debug, info, warn or error`);
+}

@@ -1,0 +1,111 @@
+// Start-up: database (embedded or MONGODB_URI), indexes, first API key, services, one listener.
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Config } from "../core/config.js";
+import type { Logger } from "../core/logger.js";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "../store/launcher.js";
+import { connectDatabase, ensureIndexes, publishDatabaseUri } from "../store/mongo.js";
+import { eventsHandlers } from "../events/handlers.js";
+import { inferenceHandlers } from "../inference/handlers.js";
+import { modelsHandlers } from "../models/handlers.js";
+import { trainingHandlers } from "../training/handlers.js";
+import { TrainingQueue } from "../training/queue.js";
+import { ApiKeys } from "./auth/api-keys.js";
+import { listen } from "./listener.js";
+import { buildEndpoints, registerEndpoints } from "./pipeline.js";
+import { registerReflection } from "./reflection.js";
+import { createTranscoder } from "./rest/transcoder.js";
+
+export interface App {
+  port: number;
+  databaseUri: string;
+  /** Graceful stop: refuse new connections, let in-flight requests finish, close the database. */
+  stop(): Promise<void>;
+}
+
+export async function startApp(config: Config, log: Logger): Promise<App> {
+  const embedded: EmbeddedDatabase | undefined = config.mongodbUri
+    ? undefined
+    : await startEmbeddedDatabase({ dataDir: config.dataDir, log: (level, msg, fields) => log[level](msg, { component: "database", ...fields }) });
+  const databaseUri = config.mongodbUri ?? (embedded as EmbeddedDatabase).uri;
+  const database = await connectDatabase(databaseUri, config.mongodbDb);
+  const keys = new ApiKeys(database.db);
+  const trainingQueue = new TrainingQueue(database.db);
+  await ensureIndexes([keys, trainingQueue]);
+  if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
+  const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
+
+  const handlers = [
+    inferenceHandlers(),
+    modelsHandlers({ database, trainingQueue, baseModels: () => config.baseModels }),
+    trainingHandlers(),
+    eventsHandlers(),
+  ];
+  const endpoints = buildEndpoints(handlers, keys);
+  const shutdown = new AbortController();
+  const transcoder = createTranscoder({ endpoints, keys, bodyLimitBytes: config.bodyLimitBytes, log, shutdownSignal: shutdown.signal });
+  const handler = connectNodeAdapter({
+    routes: (router) => {
+      registerEndpoints(router, endpoints);
+      registerReflection(router, handlers.map((h) => h.service));
+    },
+    readMaxBytes: config.bodyLimitBytes,
+    shutdownSignal: shutdown.signal,
+    interceptors: [rpcLog(log)],
+    fallback: (req, res) => void transcoder(req, res),
+  });
+  const listener = await listen(handler, config.host, config.port);
+  log.info("listening", {
+    url: `http://${config.host}:${listener.port}`,
+    protocols: ["grpc", "grpc-web", "connect", "rest"],
+    database: embedded ? embedded.kind : "external",
+  });
+
+  return {
+    port: listener.port,
+    databaseUri,
+    async stop() {
+      log.info("shutting down", { grace_ms: config.shutdownGraceMs });
+      const closing = listener.close(config.shutdownGraceMs);
+      // Streams (event watches, completions) end when the grace period is over.
+      const timer = setTimeout(() => shutdown.abort(), config.shutdownGraceMs);
+      await closing;
+      clearTimeout(timer);
+      shutdown.abort();
+      await database.close();
+      await unpublish();
+      await embedded?.stop();
+      log.info("stopped");
+    },
+  };
+}
+
+/** On the embedded default, a first start creates one key and prints it once. */
+async function bootstrapKey(keys: ApiKeys, entity: string, log: Logger): Promise<void> {
+  if ((await keys.count()) > 0) return;
+  const { key } = await keys.create(entity);
+  process.stdout.write(
+    `\nCreated the first API key (entity "${entity}"); it is shown only this once:\n\n    ${key}\n\n` +
+      `Use it as 'Authorization: Bearer <key>'. More keys: npm run keys -- create --entity NAME\n\n`,
+  );
+  log.info("created first API key", { entity });
+}
+
+/** One structured line per Connect, gRPC and gRPC-Web call (REST calls are logged by the transcoder). */
+function rpcLog(log: Logger): Interceptor {
+  return (next) => async (req) => {
+    const started = performance.now();
+    const contentType = req.header.get("content-type") ?? "";
+    const protocol = contentType.startsWith("application/grpc-web") ? "grpc-web" : contentType.startsWith("application/grpc") ? "grpc" : "connect";
+    const fields = { protocol, rpc: `${req.service.typeName}/${req.method.name}` };
+    try {
+      const res = await next(req);
+      log.info("request", { ...fields, code: "ok", duration_ms: Math.round(performance.now() - started) });
+      return res;
+    } catch (error) {
+      const code = ConnectError.from(error).code;
+      log.info("request", { ...fields, code, duration_ms: Math.round(performance.now() - started) });
+      throw error;
+    }
+  };
+}

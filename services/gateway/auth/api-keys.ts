@@ -1,0 +1,69 @@
+// API keys: random tokens shown once, stored only as SHA-256 hashes (the tokens carry 256 bits of
+// entropy, so a slow password hash buys nothing), each mapping to an entity (team or user).
+import { createHash, randomBytes } from "node:crypto";
+import type { Collection, Db } from "mongodb";
+
+export interface ApiKeyRecord {
+  _id: string; // sha256 hex of the key
+  prefix: string; // first characters, safe to show and to name a key by
+  entity: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+const KEY_PREFIX = "srl_";
+
+export class ApiKeys {
+  private readonly keys: Collection<ApiKeyRecord>;
+
+  constructor(db: Db) {
+    this.keys = db.collection<ApiKeyRecord>("api_keys");
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.keys.createIndex({ prefix: 1 }, { unique: true });
+    await this.keys.createIndex({ entity: 1 });
+  }
+
+  async create(entity: string): Promise<{ key: string; record: ApiKeyRecord }> {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(entity)) {
+      throw new Error(`entity "${entity}" must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    }
+    const key = KEY_PREFIX + randomBytes(32).toString("base64url");
+    const record: ApiKeyRecord = {
+      _id: hashKey(key),
+      prefix: key.slice(0, KEY_PREFIX.length + 8),
+      entity,
+      created_at: new Date(),
+      revoked_at: null,
+    };
+    await this.keys.insertOne(record);
+    return { key, record };
+  }
+
+  async list(): Promise<ApiKeyRecord[]> {
+    return this.keys.find({}).sort({ created_at: 1 }).toArray();
+  }
+
+  async count(): Promise<number> {
+    return this.keys.countDocuments({});
+  }
+
+  /** Revokes by prefix (as `list` shows it) or by the full key. Returns the record, or null if none matched. */
+  async revoke(prefixOrKey: string): Promise<ApiKeyRecord | null> {
+    const filter = prefixOrKey.length > KEY_PREFIX.length + 8 ? { _id: hashKey(prefixOrKey) } : { prefix: prefixOrKey };
+    const now = new Date();
+    await this.keys.updateOne({ ...filter, revoked_at: null }, { $set: { revoked_at: now } });
+    return this.keys.findOne(filter);
+  }
+
+  /** The active record of a presented key, or null. */
+  async lookup(key: string): Promise<ApiKeyRecord | null> {
+    if (!key.startsWith(KEY_PREFIX)) return null;
+    return this.keys.findOne({ _id: hashKey(key), revoked_at: null });
+  }
+}
+
+function hashKey(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}

@@ -1,0 +1,33 @@
+// `npm start`: the whole service in one process.
+import { loadConfig } from "../core/config.js";
+import { createLogger } from "../core/logger.js";
+import { startApp } from "./app.js";
+
+const config = loadConfig();
+const log = createLogger({ level: config.logLevel });
+
+try {
+  const app = await startApp(config, log);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info("signal", { signal });
+    app.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error("shutdown failed", { error });
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.stdout.write(
+    `Serving on http://${config.host}:${app.port} (REST under /v1, gRPC, gRPC-Web and Connect on the same port).\n` +
+      `Try: curl http://${config.host}:${app.port}/v1/health\n`,
+  );
+} catch (error) {
+  log.error("start-up failed", { error });
+  process.exit(1);
+}

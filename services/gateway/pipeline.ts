@@ -1,0 +1,112 @@
+// Every RPC goes through one pipeline whatever the protocol: authenticate (unless the method is
+// public), validate the request against the field rules, run the handler, map errors. Connect, gRPC
+// and gRPC-Web reach it through the connect router; REST through the transcoder, which calls the
+// same endpoints.
+import { getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescService, type Message, type MessageInitShape } from "@bufbuild/protobuf";
+import { createContextKey, type ConnectRouter, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { http } from "../../gen/google/api/annotations_pb.js";
+import { toConnectError, unimplemented, validationError } from "../core/errors.js";
+import type { ApiKeys } from "./auth/api-keys.js";
+import { authenticate, principalKey } from "./auth/authenticate.js";
+import { restRule } from "./validation/rules.js";
+import { validateMessage } from "./validation/validate-message.js";
+import type { Loc } from "./validation/checks.js";
+
+type Init = MessageInitShape<DescMessage>;
+type UnaryFn = (request: Message, context: HandlerContext) => Promise<Init> | Init;
+type StreamFn = (request: Message, context: HandlerContext) => AsyncIterable<Init>;
+
+/** A service's handlers as its module exports them. */
+export interface ServiceHandlers<S extends DescService = DescService> {
+  service: S;
+  impl: Partial<ServiceImpl<S>>;
+}
+
+export interface Endpoint {
+  service: DescService;
+  method: DescMethod;
+  unary?: UnaryFn;
+  stream?: StreamFn;
+}
+
+/** Set by the REST transcoder, which has already validated the JSON with pydantic's type errors. */
+export const restValidatedKey = createContextKey(false, { description: "request validated by the REST decoder" });
+
+export function defineHandlers<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>): ServiceHandlers {
+  return { service, impl } as unknown as ServiceHandlers;
+}
+
+export function buildEndpoints(handlers: ServiceHandlers[], keys: ApiKeys): Endpoint[] {
+  const endpoints: Endpoint[] = [];
+  for (const { service, impl } of handlers) {
+    const fns = impl as unknown as Record<string, UnaryFn | StreamFn | undefined>;
+    for (const method of service.methods) {
+      const prepare = preparer(method, keys);
+      const fn = fns[method.localName];
+      const name = `${service.typeName}/${method.name}`;
+      if (method.methodKind === "unary") {
+        const handler = (fn as UnaryFn | undefined) ?? (() => Promise.reject(unimplemented(name)));
+        endpoints.push({
+          service,
+          method,
+          unary: async (request, context) => {
+            try {
+              await prepare(request, context);
+              return await handler(request, context);
+            } catch (error) {
+              throw toConnectError(error);
+            }
+          },
+        });
+      } else if (method.methodKind === "server_streaming") {
+        const handler = (fn as StreamFn | undefined) ?? (() => (async function* () { throw unimplemented(name); })());
+        endpoints.push({
+          service,
+          method,
+          stream: async function* (request, context) {
+            try {
+              await prepare(request, context);
+              yield* handler(request, context);
+            } catch (error) {
+              throw toConnectError(error);
+            }
+          },
+        });
+      }
+    }
+  }
+  return endpoints;
+}
+
+export function registerEndpoints(router: ConnectRouter, endpoints: Endpoint[]): void {
+  const byService = new Map<DescService, Record<string, UnaryFn | StreamFn>>();
+  for (const endpoint of endpoints) {
+    const impl = byService.get(endpoint.service) ?? {};
+    impl[endpoint.method.localName] = (endpoint.unary ?? endpoint.stream) as UnaryFn | StreamFn;
+    byService.set(endpoint.service, impl);
+  }
+  for (const [service, impl] of byService) router.service(service, impl as unknown as Partial<ServiceImpl<DescService>>);
+}
+
+function preparer(method: DescMethod, keys: ApiKeys) {
+  const isPublic = restRule(method)?.public ?? false;
+  const locOf = locator(method);
+  return async (request: Message, context: HandlerContext) => {
+    if (!isPublic && !context.values.get(principalKey)) {
+      context.values.set(principalKey, await authenticate(keys, context.requestHeader.get("authorization")));
+    }
+    if (!context.values.get(restValidatedKey)) {
+      const violations = validateMessage(method.input, request, locOf);
+      if (violations.length > 0) throw validationError(violations);
+    }
+  };
+}
+
+/** Where a top-level field lives on the REST surface, so violations read the same on every protocol. */
+function locator(method: DescMethod): (field: DescField) => Loc {
+  const rule = hasOption(method, http) ? getOption(method, http) : undefined;
+  const template = rule?.pattern.value;
+  const pathParams = new Set(typeof template === "string" ? [...template.matchAll(/\{([a-z_0-9]+)\}/g)].map((m) => m[1]) : []);
+  const inQuery = rule !== undefined && rule.body === "";
+  return (field) => [pathParams.has(field.name) ? "path" : inQuery ? "query" : "body", field.name];
+}

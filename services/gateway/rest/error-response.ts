@@ -1,0 +1,70 @@
+// REST status and body for a ConnectError: FastAPI's 422 `{"detail": [...]}` for validation,
+// `{"detail": "..."}` otherwise, OpenAI's `{"error": {...}}` on the OpenAI-compatible routes, or a
+// whole response message when the error carries one (system check: 503 with its report).
+import { toJson, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ValidationErrorSchema, type FieldViolation } from "../../../gen/srl/v1/errors_pb.js";
+import { encodeMessage } from "./json-encode.js";
+
+export interface RestError {
+  status: number;
+  body: JsonValue;
+  headers: Record<string, string>;
+}
+
+const statusOfCode: Partial<Record<Code, number>> = {
+  [Code.InvalidArgument]: 400,
+  [Code.FailedPrecondition]: 400,
+  [Code.OutOfRange]: 400,
+  [Code.Unauthenticated]: 401,
+  [Code.PermissionDenied]: 403,
+  [Code.NotFound]: 404,
+  [Code.AlreadyExists]: 409,
+  [Code.Aborted]: 409,
+  [Code.ResourceExhausted]: 429,
+  [Code.Canceled]: 499,
+  [Code.Unimplemented]: 501,
+  [Code.Unavailable]: 503,
+  [Code.DeadlineExceeded]: 504,
+};
+
+const openaiType: Record<number, string> = {
+  400: "BadRequestError",
+  401: "AuthenticationError",
+  403: "PermissionDeniedError",
+  404: "NotFoundError",
+  409: "ConflictError",
+  429: "RateLimitError",
+  501: "NotImplementedError",
+  503: "ServiceUnavailableError",
+};
+
+export function restError(error: ConnectError, options: { output?: DescMessage; openai: boolean }): RestError {
+  const headers: Record<string, string> = {};
+  const [validation] = error.findDetails(ValidationErrorSchema);
+  if (validation && validation.detail.length > 0) {
+    return { status: 422, body: { detail: validation.detail.map(violationJson) }, headers };
+  }
+  const status = statusOfCode[error.code] ?? 500;
+  if (status === 401) headers["www-authenticate"] = "Bearer";
+  if (status === 429 || status === 503) headers["retry-after"] = "1";
+  const [report] = options.output ? error.findDetails(options.output) : [];
+  if (options.output && report) return { status, body: encodeMessage(options.output, report), headers };
+  const message = status === 500 ? "Internal Server Error" : error.rawMessage;
+  const body: JsonObject = options.openai
+    ? { error: { message, type: openaiType[status] ?? "InternalServerError", param: null, code: status } }
+    : { detail: message };
+  return { status, body, headers };
+}
+
+function violationJson(violation: FieldViolation): JsonObject {
+  const out: JsonObject = {
+    type: violation.type,
+    loc: (violation.loc?.values ?? []).map((part) => (part.kind.case === "numberValue" ? part.kind.value : String(part.kind.value ?? ""))),
+    msg: violation.msg,
+  };
+  if (violation.input) out.input = toJson(ValueSchema, violation.input);
+  if (violation.ctx) out.ctx = violation.ctx;
+  return out;
+}

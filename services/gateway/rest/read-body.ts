@@ -1,0 +1,18 @@
+// Reads a request body up to a limit; past it the request is refused (413) without buffering more.
+import type { IncomingMessage } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
+
+export class BodyTooLarge extends Error {}
+
+export async function readBody(req: IncomingMessage | Http2ServerRequest, limit: number): Promise<string> {
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  if (declared > limit) throw new BodyTooLarge(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new BodyTooLarge(`request body exceeds the limit of ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

@@ -1,0 +1,76 @@
+// One port, four protocols: the same RPC through REST, Connect (JSON, binary, HTTP/2), gRPC-Web and
+// gRPC gives the same answer, including the same errors.
+import { beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { Models } from "../../gen/srl/v1/models_pb.js";
+import { connectClient, grpcUnary, rest, type ConnectFlavor } from "../support/clients.js";
+import { createKey, uniqueEntity } from "../support/keys.js";
+
+const flavors: ConnectFlavor[] = ["connect-json", "connect-binary", "connect-http2", "grpc-web"];
+let entity = "";
+let key = "";
+
+beforeAll(async () => {
+  entity = uniqueEntity("protocols");
+  key = await createKey(entity);
+});
+
+describe("the same operation over every protocol", () => {
+  it("GetCurrentEntity answers identically", async () => {
+    const viaRest = await rest("GET", "/v1/preview/whoami", { key });
+    expect(viaRest.status).toBe(200);
+    expect(viaRest.headers.get("content-type")).toBe("application/json");
+    expect(viaRest.body).toEqual({ entity, key_prefix: key.slice(0, 12) });
+
+    for (const flavor of flavors) {
+      const answer = await connectClient(Models, flavor, key).getCurrentEntity({});
+      expect({ entity: answer.entity, key_prefix: answer.keyPrefix }, flavor).toEqual(viaRest.body);
+    }
+    const viaGrpc = await grpcUnary(Models.method.getCurrentEntity, {}, key);
+    expect({ entity: viaGrpc.message?.entity, key_prefix: viaGrpc.message?.keyPrefix }).toEqual(viaRest.body);
+  });
+
+  it("public operations need no key on any protocol", async () => {
+    const health = await rest("GET", "/v1/health");
+    expect(health).toMatchObject({ status: 200, body: { status: "ok" } });
+    const baseModels = await rest("GET", "/v1/preview/base-models");
+    expect(baseModels.status).toBe(200);
+    expect(Array.isArray(baseModels.body)).toBe(true);
+    for (const flavor of flavors) {
+      const client = connectClient(Models, flavor);
+      expect((await client.health({})).status).toBe("ok");
+      expect((await client.listBaseModels({})).models).toEqual(baseModels.body);
+    }
+    expect((await grpcUnary(Models.method.health, {})).message?.status).toBe("ok");
+  });
+
+  it("system check reports the API, the database and the queues", async () => {
+    const res = await rest("GET", "/v1/system-check");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      api: true,
+      database: { success: true, errors: [], queued: null, running: null },
+      cpu_queue: { success: true, errors: [], queued: 0, running: 0 },
+      gpu_queue: { success: true, errors: [] },
+    });
+    const viaGrpc = await grpcUnary(Models.method.systemCheck, {});
+    expect(viaGrpc.message?.api).toBe(true);
+    expect(viaGrpc.message?.database?.success).toBe(true);
+  });
+
+  it("an operation that is not built yet fails the same way everywhere", async () => {
+    const body = { project: "p", name: "m", base_model: "tiny-chat" };
+    const viaRest = await rest("POST", "/v1/preview/models", { key, body });
+    expect(viaRest.status).toBe(501);
+    expect(viaRest.body).toEqual({ detail: "srl.v1.Models/CreateModel is not available in this version of the service yet" });
+    for (const flavor of flavors) {
+      const error = await connectClient(Models, flavor, key)
+        .createModel({ project: "p", name: "m", baseModel: "tiny-chat" })
+        .then(() => undefined, (e: unknown) => ConnectError.from(e));
+      expect(error?.code, flavor).toBe(Code.Unimplemented);
+      expect(error?.rawMessage).toBe("srl.v1.Models/CreateModel is not available in this version of the service yet");
+    }
+    const viaGrpc = await grpcUnary(Models.method.createModel, { project: "p", name: "m", baseModel: "tiny-chat" }, key);
+    expect(viaGrpc.error?.code).toBe(12);
+  });
+});

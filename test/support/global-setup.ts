@@ -1,0 +1,38 @@
+// One embedded database and one real server for the end-to-end suites (each file creates its own
+// API keys and entities, so files do not see each other's data).
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestProject } from "vitest/node";
+import { startEmbeddedDatabase } from "../../services/store/launcher.js";
+import { startServerProcess } from "./server-process.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    baseUrl: string;
+    mongoUri: string;
+    mongoDb: string;
+    dataDir: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const dataDir = await mkdtemp(join(tmpdir(), "srl-test-"));
+  const database = await startEmbeddedDatabase({
+    dataDir,
+    log: (level, msg, fields) => {
+      if (level !== "info") process.stderr.write(`[database] ${level}: ${msg} ${JSON.stringify(fields ?? {})}\n`);
+    },
+  });
+  const mongoDb = "srl_test";
+  const server = await startServerProcess({ MONGODB_URI: database.uri, MONGODB_DB: mongoDb, DATA_DIR: dataDir, LOG_LEVEL: "info" });
+  project.provide("baseUrl", server.url);
+  project.provide("mongoUri", database.uri);
+  project.provide("mongoDb", mongoDb);
+  project.provide("dataDir", dataDir);
+  return async () => {
+    await server.stop();
+    await database.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+}
