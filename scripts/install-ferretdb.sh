@@ -11,7 +11,10 @@ WRAPPER="$ROOT/tools/ferretdb"
 WORK="$ROOT/.tools/build/ferretdb"
 
 installed() {
-  [ -x "$BIN" ] && "$BIN" --version 2>/dev/null | grep -qx "version: $VERSION"
+  # Capture first: `ferretdb --version | grep -q` can die of SIGPIPE, which
+  # pipefail would report as a mismatch.
+  local out
+  [ -x "$BIN" ] && out="$("$BIN" --version 2>/dev/null)" && grep -qx "version: $VERSION" <<<"$out"
 }
 
 if installed; then

@@ -17,6 +17,9 @@ export interface Listener {
 export async function listen(handler: RequestHandler, host: string, port: number): Promise<Listener> {
   const http1 = createHttp1Server({ keepAliveTimeout: 65_000, requestTimeout: 0 }, handler);
   const http2 = createHttp2Server({}, handler);
+  // http.Server tracks its connections (needed by closeIdleConnections) from its 'listening' event;
+  // this one never listens itself, the net server hands it sockets.
+  http1.emit("listening");
   const sockets = new Set<Socket>();
   const sessions = new Set<Http2Session>();
   http2.on("session", (session: Http2Session) => {

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, openSync, closeSync } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { MongoClient } from "mongodb";
@@ -46,8 +46,8 @@ export async function startEmbeddedDatabase(opts: StartOptions): Promise<Embedde
     const started = Date.now();
     try {
       const db = await STARTERS[kind](dataDir, opts.log);
-      if (db === undefined) {
-        tried.push(`${kind}: not available`);
+      if (typeof db === "string") {
+        tried.push(`${kind}: not available (${db})`);
         continue;
       }
       opts.log("info", "embedded database ready", { kind, uri: db.uri, ms: Date.now() - started });
@@ -65,9 +65,9 @@ export async function startEmbeddedDatabase(opts: StartOptions): Promise<Embedde
   );
 }
 
-// Each starter returns undefined when its database is simply not installed,
+// Each starter returns why not when its database is simply not installed,
 // and throws when it is installed but fails to start.
-type Starter = (dataDir: string, log: LauncherLog) => Promise<EmbeddedDatabase | undefined>;
+type Starter = (dataDir: string, log: LauncherLog) => Promise<EmbeddedDatabase | string>;
 
 const STARTERS: Record<DatabaseKind, Starter> = {
   mongod: startMongod,
@@ -75,9 +75,9 @@ const STARTERS: Record<DatabaseKind, Starter> = {
   memory: startMemoryServer,
 };
 
-async function startMongod(dataDir: string): Promise<EmbeddedDatabase | undefined> {
+async function startMongod(dataDir: string): Promise<EmbeddedDatabase | string> {
   const bin = findOnPath("mongod");
-  if (bin === undefined) return undefined;
+  if (bin === undefined) return "no mongod on PATH";
   const dbPath = path.join(dataDir, "mongod");
   await mkdir(dbPath, { recursive: true });
   return startChild("mongod", dataDir, (port) => ({
@@ -86,9 +86,9 @@ async function startMongod(dataDir: string): Promise<EmbeddedDatabase | undefine
   }));
 }
 
-async function startFerretDb(dataDir: string, log: LauncherLog): Promise<EmbeddedDatabase | undefined> {
+async function startFerretDb(dataDir: string, log: LauncherLog): Promise<EmbeddedDatabase | string> {
   const bin = await findFerretDb(log, dataDir);
-  if (bin === undefined) return undefined;
+  if (bin === undefined) return "no FERRETDB_BIN, .tools/bin/ferretdb or ferretdb on PATH, and no go to build it";
   const sqliteDir = path.join(dataDir, "ferretdb", "data");
   const stateDir = path.join(dataDir, "ferretdb", "state");
   await mkdir(sqliteDir, { recursive: true });
@@ -261,6 +261,13 @@ async function waitForPing(uri: string, timeoutMs: number, child: ManagedChild |
       const { exitCode, signalCode } = child.process;
       throw new Error(`process exited early (code ${exitCode}, signal ${signalCode})`);
     }
+    // A refused TCP connect is cheap to retry; the driver would instead sit
+    // out a heartbeat interval before trying again.
+    if (!(await acceptsConnections(uri))) {
+      lastError = "connection refused";
+      await sleep(50);
+      continue;
+    }
     const client = new MongoClient(uri, { serverSelectionTimeoutMS: 1_000, connectTimeoutMS: 1_000 });
     try {
       await client.db("admin").command({ ping: 1 });
@@ -273,6 +280,18 @@ async function waitForPing(uri: string, timeoutMs: number, child: ManagedChild |
     await sleep(200);
   }
   throw new Error(`no answer to ping at ${uri} within ${timeoutMs / 1000} s (last error: ${lastError})`);
+}
+
+function acceptsConnections(uri: string): Promise<boolean> {
+  const { hostname, port } = new URL(uri);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 }
 
 // ---- small helpers ----

@@ -42,3 +42,11 @@ describe("contract", () => {
     expect(result.stdout).toBe("");
   }, 120_000);
 });
+
+describe("documentation", () => {
+  it("lists every configuration variable in the README", async () => {
+    const { configVariables } = await import("../../services/core/config.js");
+    const readme = await readFile(join(root, "README.md"), "utf8");
+    for (const variable of configVariables) expect(readme, variable.name).toContain(`| \`${variable.name}\` |`);
+  });
+});

@@ -10,6 +10,8 @@ export interface ServerProcess {
   port: number;
   child: ChildProcess;
   logFile: string;
+  /** Everything the process printed on stdout so far. */
+  stdout(): string;
   /** SIGTERM, then waits for the exit code. */
   stop(): Promise<number | null>;
 }
@@ -26,8 +28,8 @@ export async function startServerProcess(env: Record<string, string>, name = "se
   });
   child.stderr?.pipe(log);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  let out = "";
   const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
     const timer = setTimeout(() => reject(new Error(`server did not start in 120 s; see ${logFile}`)), 120_000);
     child.stdout?.on("data", (chunk: Buffer) => {
       out += chunk.toString();
@@ -48,6 +50,7 @@ export async function startServerProcess(env: Record<string, string>, name = "se
     port: Number(new URL(url).port),
     child,
     logFile,
+    stdout: () => out,
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
       return exited;
