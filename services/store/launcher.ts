@@ -202,7 +202,26 @@ interface ManagedChild {
   stop(): Promise<void>;
 }
 
-// Children still running when this process exits; killed from one handler.
+// Runs "$@" under sh and SIGTERMs it when stdin reaches EOF: the parent holds
+// the pipe's other end, so the database goes down however the parent ends,
+// even on SIGKILL, where no 'exit' handler runs. SIGTERM to the guard is
+// passed on too. The guard exits with the database's status, after it.
+const GUARD_SCRIPT = `
+exec 3<&0
+"$@" </dev/null 3<&- &
+child=$!
+( read -r _ <&3; kill -TERM "$child" 2>/dev/null ) &
+watcher=$!
+exec 3<&-
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT HUP
+status=0
+wait "$child" || status=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child" || status=$?; done
+kill "$watcher" 2>/dev/null
+exit "$status"
+`;
+
+// Children still running when this process exits; told to stop from one handler.
 const liveChildren = new Set<ChildProcess>();
 let exitHookInstalled = false;
 
@@ -210,13 +229,18 @@ function spawnLogged(bin: string, args: string[], logFile: string): ManagedChild
   const fd = openSync(logFile, "a");
   let child: ChildProcess;
   try {
-    child = spawn(bin, args, { stdio: ["ignore", fd, fd] });
+    // detached: own process group, so the SIGKILL fallback reaches the database too.
+    child = spawn("sh", ["-c", GUARD_SCRIPT, `${path.basename(bin)}-guard`, bin, ...args], {
+      stdio: ["pipe", fd, fd],
+      detached: true,
+    });
   } finally {
     closeSync(fd); // the child holds its own copy
   }
+  child.stdin?.on("error", () => undefined); // EPIPE once the guard is gone
   const exited = new Promise<void>((resolve) => {
     child.once("exit", () => resolve());
-    child.once("error", () => resolve()); // e.g. ENOENT: there is no process to wait for
+    child.once("error", () => resolve()); // spawn failed: there is no process to wait for
   });
   liveChildren.add(child);
   void exited.then(() => liveChildren.delete(child));
@@ -234,6 +258,7 @@ function spawnLogged(bin: string, args: string[], logFile: string): ManagedChild
 
 async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
   if (hasExited(child)) return;
+  child.stdin?.end();
   child.kill("SIGTERM");
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<boolean>((resolve) => {
@@ -241,8 +266,12 @@ async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<vo
   });
   const forced = await Promise.race([exited.then(() => false), timedOut]);
   clearTimeout(timer);
-  if (forced) {
-    child.kill("SIGKILL");
+  if (forced && child.pid !== undefined) {
+    try {
+      process.kill(-child.pid, "SIGKILL"); // the whole group: guard and database
+    } catch {
+      // already gone
+    }
     await exited;
   }
 }
