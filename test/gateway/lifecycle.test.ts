@@ -5,7 +5,9 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
 import { startEmbeddedDatabase } from "../../services/store/launcher.js";
+import { connectDatabase } from "../../services/store/mongo.js";
 import { startServerProcess } from "../support/server-process.js";
 
 const dirs: string[] = [];
@@ -43,6 +45,36 @@ describe("embedded default", () => {
       expect((await fetch(`${second.url}/v1/health`)).status).toBe(200);
     } finally {
       expect(await second.stop()).toBe(0);
+    }
+  });
+});
+
+describe("request body limit", () => {
+  it("refuses bodies over BODY_LIMIT_BYTES with 413 (REST) and resource_exhausted (Connect)", async () => {
+    const dataDir = await tempDir();
+    const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
+    const server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_limit", BODY_LIMIT_BYTES: "2048" });
+    try {
+      const database2 = await connectDatabase(database.uri, "srl_limit");
+      const key = (await new ApiKeys(database2.db).create("limit")).key;
+      await database2.close();
+      const big = JSON.stringify({ project: "p", name: "x".repeat(4096), base_model: "m" });
+      const tooLarge = await fetch(`${server.url}/v1/preview/models`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: big,
+      });
+      expect(tooLarge.status).toBe(413);
+      expect(await tooLarge.json()).toEqual({ detail: `request body of ${big.length} bytes exceeds the limit of 2048 bytes` });
+      // Authentication comes first: an unauthenticated client learns nothing about limits.
+      const anonymous = await fetch(`${server.url}/v1/preview/models`, { method: "POST", headers: { "content-type": "application/json" }, body: big });
+      expect(anonymous.status).toBe(401);
+      const health = await fetch(`${server.url}/srl.v1.Models/Health`, { method: "POST", headers: { "content-type": "application/json" }, body: big });
+      expect(health.status).toBe(429);
+      expect(((await health.json()) as { code: string }).code).toBe("resource_exhausted");
+    } finally {
+      await server.stop();
+      await database.stop();
     }
   });
 });

@@ -1,0 +1,55 @@
+// The REST surface beyond single operations: routing answers, content types, headers clients send.
+import { beforeAll, describe, expect, it } from "vitest";
+import { rest } from "../support/clients.js";
+import { createKey, uniqueEntity } from "../support/keys.js";
+
+let key = "";
+beforeAll(async () => {
+  key = await createKey(uniqueEntity("surface"));
+});
+
+describe("REST routing", () => {
+  it("answers unknown paths with a JSON 404 and wrong methods with 405", async () => {
+    expect(await rest("GET", "/v1/nothing-here")).toMatchObject({ status: 404, body: { detail: "Not Found" } });
+    const wrongVerb = await rest("PUT", "/v1/preview/models");
+    expect(wrongVerb).toMatchObject({ status: 405, body: { detail: "Method Not Allowed" } });
+    expect(wrongVerb.headers.get("allow")).toBe("POST");
+  });
+
+  it("ignores the headers the OpenAI-based clients add", async () => {
+    const res = await rest("GET", "/v1/preview/whoami", {
+      key,
+      headers: {
+        accept: "application/json",
+        "user-agent": "Client/Python 1.99.0",
+        "x-stainless-lang": "python",
+        "x-stainless-retry-count": "0",
+        "x-stainless-async": "false",
+      },
+    });
+    expect(res.status).toBe(200);
+  });
+
+  it("takes path parameters as plain strings (no UUID check there) and the DELETE body of checkpoints", async () => {
+    const res = await rest("DELETE", "/v1/preview/models/not-a-uuid/checkpoints", { key, body: { steps: [1, 2] } });
+    // Valid request; the handler is not built yet.
+    expect(res.status).toBe(501);
+    const missingSteps = await rest("DELETE", "/v1/preview/models/not-a-uuid/checkpoints", { key, body: {} });
+    expect(missingSteps.body).toEqual({ detail: [{ type: "missing", loc: ["body", "steps"], msg: "Field required", input: {} }] });
+  });
+
+  it("routes stream: true to the streaming twin and answers its errors as JSON before any event", async () => {
+    const res = await rest("POST", "/v1/chat/completions", { key, body: { messages: [{ role: "user", content: "hi" }], stream: true } });
+    expect(res.status).toBe(501);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(res.body).toMatchObject({ error: { message: expect.stringContaining("StreamChatCompletion"), code: 501 } });
+  });
+
+  it("accepts large bodies well beyond a few MB (RL batches)", async () => {
+    const trajectory = { messages_and_choices: [{ role: "user", content: "x".repeat(10_000) }], reward: 1 };
+    const body = { model_id: "3c90c3cc-0d44-4b50-8888-8dd25736052a", trajectory_groups: [{ trajectories: Array.from({ length: 2_000 }, () => trajectory) }] };
+    const res = await rest("POST", "/v1/preview/training-jobs", { key, body });
+    expect(JSON.stringify(body).length).toBeGreaterThan(20_000_000);
+    expect(res.status).toBe(501); // validated in full, then the not-yet-built handler
+  });
+});
