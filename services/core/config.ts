@@ -17,6 +17,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** Entity of the API key created on a first start of the embedded default. */
   bootstrapEntity: string;
+  /** Hosts SFT jobs may read https training data from. */
+  artifactHttpsHosts: string[];
 }
 
 export const configVariables: { name: string; default: string; meaning: string }[] = [
@@ -30,6 +32,7 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "BASE_MODELS", default: "(empty)", meaning: "comma-separated extra base models" },
   { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
   { name: "BOOTSTRAP_ENTITY", default: "local", meaning: "entity of the key created on a first embedded start" },
+  { name: "ARTIFACT_HTTPS_HOSTS", default: "(empty)", meaning: "comma-separated hosts SFT jobs may read https training data from" },
 ];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -41,10 +44,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongodbDb: env.MONGODB_DB || "srl",
     bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 64 * 1024 * 1024, 1024, 2 ** 31 - 1),
     logLevel: levelVar(env.LOG_LEVEL),
-    baseModels: (env.BASE_MODELS ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0),
+    baseModels: list(env.BASE_MODELS),
     shutdownGraceMs: intVar(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     bootstrapEntity: env.BOOTSTRAP_ENTITY || "local",
+    artifactHttpsHosts: list(env.ARTIFACT_HTTPS_HOSTS),
   };
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0);
 }
 
 function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

@@ -9,7 +9,15 @@ import { eventsHandlers } from "../events/handlers.js";
 import { inferenceHandlers } from "../inference/handlers.js";
 import { modelsHandlers } from "../models/handlers.js";
 import { trainingHandlers } from "../training/handlers.js";
-import { TrainingQueue } from "../training/queue.js";
+import { TrainingJobs } from "../training/jobs.js";
+import { EventLog } from "../events/event-log.js";
+import { Blobs } from "../store/blobs.js";
+import { BaseModelCatalog } from "../models/catalog.js";
+import { Checkpoints } from "../models/checkpoints.js";
+import { ModelDeletion } from "../models/delete-model.js";
+import { ModelRegistry } from "../models/registry.js";
+import { Runs } from "../models/runs.js";
+import { TrajectoryLog } from "../models/trajectory-log.js";
 import { ApiKeys } from "./auth/api-keys.js";
 import { listen } from "./listener.js";
 import { buildEndpoints, registerEndpoints } from "./pipeline.js";
@@ -30,16 +38,25 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const databaseUri = config.mongodbUri ?? (embedded as EmbeddedDatabase).uri;
   const database = await connectDatabase(databaseUri, config.mongodbDb);
   const keys = new ApiKeys(database.db);
-  const trainingQueue = new TrainingQueue(database.db);
-  await ensureIndexes([keys, trainingQueue]);
+  const db = database.db;
+  const blobs = new Blobs(db);
+  const catalog = new BaseModelCatalog(config.baseModels);
+  const runs = new Runs(db);
+  const checkpoints = new Checkpoints(db, blobs);
+  const registry = new ModelRegistry(db, catalog, runs, checkpoints);
+  const trajectoryLog = new TrajectoryLog(db, blobs);
+  const events = new EventLog(db);
+  const jobs = new TrainingJobs(db, blobs, events);
+  const deletion = new ModelDeletion({ db, registry, checkpoints, runs, trajectoryLog, jobs, events, blobs });
+  await ensureIndexes([keys, blobs, runs, checkpoints, registry, trajectoryLog, events, jobs]);
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
   const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
 
   const handlers = [
     inferenceHandlers(),
-    modelsHandlers({ database, trainingQueue, baseModels: () => config.baseModels }),
-    trainingHandlers(),
-    eventsHandlers(),
+    modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs }),
+    trainingHandlers({ db, jobs, events, registry, artifactHttpsHosts: config.artifactHttpsHosts }),
+    eventsHandlers({ events, jobs }),
   ];
   const endpoints = buildEndpoints(handlers, keys);
   const shutdown = new AbortController();

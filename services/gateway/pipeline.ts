@@ -2,7 +2,7 @@
 // public), validate the request against the field rules, run the handler, map errors. Connect, gRPC
 // and gRPC-Web reach it through the connect router; REST through the transcoder, which calls the
 // same endpoints.
-import { getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescService, type Message, type MessageInitShape } from "@bufbuild/protobuf";
+import { getOption, hasOption, toJson, type DescField, type DescMessage, type DescMethod, type DescService, type JsonObject, type Message, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { createContextKey, type ConnectRouter, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { toConnectError, unimplemented, validationError } from "../core/errors.js";
@@ -27,6 +27,14 @@ export interface Endpoint {
   method: DescMethod;
   unary?: UnaryFn;
   stream?: StreamFn;
+}
+
+/** The REST request body as the client sent it (plain JSON), for handlers that store input verbatim. */
+export const rawBodyKey = createContextKey<JsonObject | undefined>(undefined, { description: "REST request body" });
+
+/** The request as sent: the REST body itself, or the protobuf message in REST's JSON names. */
+export function sentJson<Desc extends DescMessage>(context: HandlerContext, desc: Desc, message: MessageShape<Desc>): JsonObject {
+  return context.values.get(rawBodyKey) ?? (toJson(desc, message, { useProtoFieldName: true }) as JsonObject);
 }
 
 /** Set by the REST transcoder, which has already validated the JSON with pydantic's type errors. */

@@ -1,35 +1,122 @@
-// Models service. Registry, checkpoints and trajectory logs arrive with their own issue; until then
-// those RPCs answer `unimplemented` (after full request validation by the gateway).
-import { create } from "@bufbuild/protobuf";
-import { Models } from "../../gen/srl/v1/models_pb.js";
+// Models service: the model registry, checkpoints, trajectory logs, tracking runs, plus the
+// deployment's base-model catalog and health checks.
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { LogTrajectoriesRequestSchema, Models, type Checkpoint, type Model, type RunMetric } from "../../gen/srl/v1/models_pb.js";
 import { SystemCheckResponseSchema, type CheckResult } from "../../gen/srl/v1/system_pb.js";
-import { unauthenticated, unavailable } from "../core/errors.js";
+import { ApiError, badRequest, unavailable } from "../core/errors.js";
 import type { Database } from "../store/mongo.js";
-import { principalKey } from "../gateway/auth/authenticate.js";
-import { defineHandlers } from "../gateway/pipeline.js";
-import type { TrainingQueue } from "../training/queue.js";
+import { listEnvelope } from "../store/pagination.js";
+import { principalOf } from "../gateway/auth/authenticate.js";
+import { defineHandlers, sentJson } from "../gateway/pipeline.js";
+import type { TrainingJobs } from "../training/jobs.js";
+import type { BaseModelCatalog } from "./catalog.js";
+import type { CheckpointRecord, Checkpoints } from "./checkpoints.js";
+import type { ModelRecord, ModelRegistry } from "./registry.js";
+import type { RunMetricRecord, Runs } from "./runs.js";
+import { splitMetrics } from "./log-metrics.js";
+import type { TrajectoryLog } from "./trajectory-log.js";
+import type { ModelDeletion } from "./delete-model.js";
 
 export interface ModelsDeps {
   database: Database;
-  baseModels: () => string[];
-  trainingQueue: TrainingQueue;
+  catalog: BaseModelCatalog;
+  registry: ModelRegistry;
+  checkpoints: Checkpoints;
+  runs: Runs;
+  trajectoryLog: TrajectoryLog;
+  deletion: ModelDeletion;
+  jobs: TrainingJobs;
 }
 
 export function modelsHandlers(deps: ModelsDeps) {
+  const { registry, checkpoints, runs } = deps;
   return defineHandlers(Models, {
-    listBaseModels: () => ({ models: deps.baseModels() }),
+    async createModel(request, context) {
+      const principal = principalOf(context);
+      const entity = request.entity ?? principal.entity;
+      if (entity !== principal.entity) {
+        throw new ApiError("permission_denied", `this API key belongs to entity "${principal.entity}" and cannot create models in "${entity}"`);
+      }
+      const { model } = await registry.create({
+        entity,
+        project: request.project,
+        name: request.name,
+        baseModel: request.baseModel,
+        returnExisting: request.returnExisting ?? false,
+      });
+      return modelMessage(model);
+    },
+
+    async deleteModel(request, context) {
+      const model = await registry.getOwned(principalOf(context).entity, request.modelId);
+      const result = await deps.deletion.delete(model);
+      return { modelId: model._id, deletedCheckpoints: result.deletedCheckpoints, deletedRun: result.deletedRun };
+    },
+
+    async listCheckpoints(request, context) {
+      const model = await registry.getOwned(principalOf(context).entity, request.modelId);
+      const page = await checkpoints.list(model._id, { after: request.after, limit: request.limit ?? 20, order: request.order === "desc" ? "desc" : "asc" });
+      return listEnvelope({ items: page.items.map(checkpointMessage), hasMore: page.hasMore });
+    },
+
+    async deleteCheckpoints(request, context) {
+      const model = await registry.getOwned(principalOf(context).entity, request.modelId);
+      const result = await checkpoints.deleteSteps(model._id, request.steps);
+      return { deletedCount: result.deleted, notFoundSteps: result.notFound };
+    },
+
+    async logTrajectories(request, context) {
+      const model = await registry.getOwned(principalOf(context).entity, request.modelId);
+      if (request.split.trim() === "") throw badRequest("split must not be empty");
+      const groups = (sentJson(context, LogTrajectoriesRequestSchema, request).trajectory_groups ?? []) as JsonObject[];
+      const current = await checkpoints.latest(model._id);
+      const step = current?.step ?? 0;
+      await deps.trajectoryLog.store(model._id, request.split, step, groups);
+      const metrics = splitMetrics(request.split, groups);
+      await runs.append(model.run_id, step, request.split, metrics);
+      if (current) await checkpoints.mergeMetrics(current._id, metrics);
+      return {
+        step,
+        numGroups: groups.length,
+        numTrajectories: request.trajectoryGroups.reduce((n, g) => n + g.trajectories.length, 0),
+        metrics,
+      };
+    },
+
+    async getRun(request, context) {
+      const run = await runs.get(request.runId, principalOf(context).entity);
+      return {
+        id: run._id,
+        entity: run.entity,
+        project: run.project,
+        name: run.name,
+        modelId: run.model_id,
+        createdAt: run.created_at.toISOString(),
+        summary: run.summary,
+      };
+    },
+
+    async listRunMetrics(request, context) {
+      const run = await runs.get(request.runId, principalOf(context).entity);
+      const page = await runs.listMetrics(run._id, { after: request.after, limit: request.limit ?? 100, name: request.name });
+      return listEnvelope({ items: page.items.map(runMetricMessage), hasMore: page.hasMore });
+    },
+
+    listBaseModels: () => ({ models: deps.catalog.names() }),
+
     health: () => ({ status: "ok" }),
+
     getCurrentEntity: (_request, context) => {
-      const principal = context.values.get(principalKey);
-      if (!principal) throw unauthenticated("Not authenticated");
+      const principal = principalOf(context);
       return { entity: principal.entity, keyPrefix: principal.keyPrefix };
     },
+
     systemCheck: async () => {
       const database = await timed(async () => {
         await deps.database.ping();
         return {};
       });
-      const cpuQueue = database.success ? await timed(() => deps.trainingQueue.depth()) : skipped("database unavailable");
+      const cpuQueue = database.success ? await timed(() => deps.jobs.depth()) : skipped("database unavailable");
       const report = create(SystemCheckResponseSchema, {
         api: true,
         database,
@@ -43,6 +130,18 @@ export function modelsHandlers(deps: ModelsDeps) {
       return report;
     },
   });
+}
+
+function modelMessage(model: ModelRecord): Omit<Model, "$typeName"> {
+  return { id: model._id, entity: model.entity, project: model.project, name: model.name, baseModel: model.base_model, runId: model.run_id };
+}
+
+function checkpointMessage(checkpoint: CheckpointRecord): Omit<Checkpoint, "$typeName"> {
+  return { id: checkpoint._id, step: checkpoint.step, metrics: checkpoint.metrics };
+}
+
+function runMetricMessage(metric: RunMetricRecord): Omit<RunMetric, "$typeName"> {
+  return { id: metric._id, step: metric.step, split: metric.split, name: metric.name, value: metric.value, time: metric.time.toISOString() };
 }
 
 type CheckInit = Pick<CheckResult, "success" | "duration" | "errors"> & Partial<Pick<CheckResult, "queued" | "running">>;

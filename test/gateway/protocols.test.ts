@@ -3,6 +3,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Models } from "../../gen/srl/v1/models_pb.js";
+import { Inference } from "../../gen/srl/v1/inference_pb.js";
 import { connectClient, grpcUnary, rest, type ConnectFlavor } from "../support/clients.js";
 import { createKey, uniqueEntity } from "../support/keys.js";
 
@@ -59,18 +60,32 @@ describe("the same operation over every protocol", () => {
   });
 
   it("an operation that is not built yet fails the same way everywhere", async () => {
-    const body = { project: "p", name: "m", base_model: "tiny-chat" };
-    const viaRest = await rest("POST", "/v1/preview/models", { key, body });
+    const viaRest = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages: [{ role: "user", content: "hi" }] } });
+    const messages = [{ role: "user", content: { kind: { case: "stringValue" as const, value: "hi" } } }];
     expect(viaRest.status).toBe(501);
-    expect(viaRest.body).toEqual({ detail: "srl.v1.Models/CreateModel is not available in this version of the service yet" });
+    const message = "srl.v1.Inference/CreateChatCompletion is not available in this version of the service yet";
+    expect(viaRest.body).toEqual({ error: { message, type: "NotImplementedError", param: null, code: 501 } });
     for (const flavor of flavors) {
-      const error = await connectClient(Models, flavor, key)
-        .createModel({ project: "p", name: "m", baseModel: "tiny-chat" })
+      const error = await connectClient(Inference, flavor, key)
+        .createChatCompletion({ model: "tiny-chat", messages })
         .then(() => undefined, (e: unknown) => ConnectError.from(e));
       expect(error?.code, flavor).toBe(Code.Unimplemented);
-      expect(error?.rawMessage).toBe("srl.v1.Models/CreateModel is not available in this version of the service yet");
+      expect(error?.rawMessage).toBe(message);
     }
-    const viaGrpc = await grpcUnary(Models.method.createModel, { project: "p", name: "m", baseModel: "tiny-chat" }, key);
+    const viaGrpc = await grpcUnary(Inference.method.createChatCompletion, { model: "tiny-chat", messages }, key);
     expect(viaGrpc.error?.code).toBe(12);
+  });
+
+  it("a domain error maps to the same status on every protocol", async () => {
+    const missing = "00000000-0000-4000-8000-000000000000";
+    const viaRest = await rest("GET", `/v1/preview/models/${missing}/checkpoints`, { key });
+    expect(viaRest).toMatchObject({ status: 404, body: { detail: `model ${missing} not found` } });
+    for (const flavor of flavors) {
+      const error = await connectClient(Models, flavor, key)
+        .listCheckpoints({ modelId: missing })
+        .then(() => undefined, (e: unknown) => ConnectError.from(e));
+      expect(error?.code, flavor).toBe(Code.NotFound);
+    }
+    expect((await grpcUnary(Models.method.listCheckpoints, { modelId: missing }, key)).error?.code).toBe(5);
   });
 });

@@ -32,8 +32,8 @@ describe("REST routing", () => {
 
   it("takes path parameters as plain strings (no UUID check there) and the DELETE body of checkpoints", async () => {
     const res = await rest("DELETE", "/v1/preview/models/not-a-uuid/checkpoints", { key, body: { steps: [1, 2] } });
-    // Valid request; the handler is not built yet.
-    expect(res.status).toBe(501);
+    // A valid request about a model that does not exist.
+    expect(res).toMatchObject({ status: 404, body: { detail: "model not-a-uuid not found" } });
     const missingSteps = await rest("DELETE", "/v1/preview/models/not-a-uuid/checkpoints", { key, body: {} });
     expect(missingSteps.body).toEqual({ detail: [{ type: "missing", loc: ["body", "steps"], msg: "Field required", input: {} }] });
   });
@@ -50,6 +50,7 @@ describe("REST routing", () => {
     const body = { model_id: "3c90c3cc-0d44-4b50-8888-8dd25736052a", trajectory_groups: [{ trajectories: Array.from({ length: 2_000 }, () => trajectory) }] };
     const res = await rest("POST", "/v1/preview/training-jobs", { key, body });
     expect(JSON.stringify(body).length).toBeGreaterThan(20_000_000);
-    expect(res.status).toBe(501); // validated in full, then the not-yet-built handler
+    // Validated in full, then refused because the model does not exist.
+    expect(res).toMatchObject({ status: 404, body: { detail: "model 3c90c3cc-0d44-4b50-8888-8dd25736052a not found" } });
   });
 });

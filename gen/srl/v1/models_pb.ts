@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/models.proto.
  */
 export const file_srl_v1_models: GenFile = /*@__PURE__*/
-  fileDesc("ChNzcmwvdjEvbW9kZWxzLnByb3RvEgZzcmwudjEifgoFTW9kZWwSCgoCaWQYASABKAkSDgoGZW50aXR5GAIgASgJEg8KB3Byb2plY3QYAyABKAkSDAoEbmFtZRgEIAEoCRISCgpiYXNlX21vZGVsGAUgASgJEhsKBnJ1bl9pZBgGIAEoCUIGyvMYAhABSACIAQFCCQoHX3J1bl9pZCLGAQoSQ3JlYXRlTW9kZWxSZXF1ZXN0EhsKBmVudGl0eRgBIAEoCUIGyvMYAhABSACIAQESFwoHcHJvamVjdBgCIAEoCUIGyvMYAggBEhQKBG5hbWUYAyABKAlCBsrzGAIIARIaCgpiYXNlX21vZGVsGAQgASgJQgbK8xgCCAESKQoPcmV0dXJuX2V4aXN0aW5nGAUgASgIQgvK8xgHOgVmYWxzZUgBiAEBQgkKB19lbnRpdHlCEgoQX3JldHVybl9leGlzdGluZyIZChdHZXRDdXJyZW50RW50aXR5UmVxdWVzdCIzCg1DdXJyZW50RW50aXR5Eg4KBmVudGl0eRgBIAEoCRISCgprZXlfcHJlZml4GAIgASgJIi4KEkRlbGV0ZU1vZGVsUmVxdWVzdBIYCghtb2RlbF9pZBgBIAEoCUIGyvMYAggBIlkKE0RlbGV0ZU1vZGVsUmVzcG9uc2USEAoIbW9kZWxfaWQYASABKAkSGwoTZGVsZXRlZF9jaGVja3BvaW50cxgCIAEoBRITCgtkZWxldGVkX3J1bhgDIAEoCCKIAQoKQ2hlY2twb2ludBIKCgJpZBgBIAEoCRIMCgRzdGVwGAIgASgFEjAKB21ldHJpY3MYAyADKAsyHy5zcmwudjEuQ2hlY2twb2ludC5NZXRyaWNzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEivgEKFkxpc3RDaGVja3BvaW50c1JlcXVlc3QSGAoIbW9kZWxfaWQYASABKAlCBsrzGAIIARIaCgVhZnRlchgCIAEoCUIGyvMYAhABSACIAQESJAoFbGltaXQYAyABKAVCEMrzGAwiATEqAzEwMDoCMjBIAYgBARIqCgVvcmRlchgEIAEoCUIWyvMYEjIDYXNjMgRkZXNjOgUiYXNjIkgCiAEBQggKBl9hZnRlckIICgZfbGltaXRCCAoGX29yZGVyIoABChdMaXN0Q2hlY2twb2ludHNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSIAoEZGF0YRgCIAMoCzISLnNybC52MS5DaGVja3BvaW50EhAKCGhhc19tb3JlGAMgASgIEhAKCGZpcnN0X2lkGAQgASgJEg8KB2xhc3RfaWQYBSABKAkiSwoYRGVsZXRlQ2hlY2twb2ludHNSZXF1ZXN0EhgKCG1vZGVsX2lkGAEgASgJQgbK8xgCCAESFQoFc3RlcHMYAiADKAVCBsrzGAIIASJLChlEZWxldGVDaGVja3BvaW50c1Jlc3BvbnNlEhUKDWRlbGV0ZWRfY291bnQYASABKAUSFwoPbm90X2ZvdW5kX3N0ZXBzGAIgAygFIoUBChZMb2dUcmFqZWN0b3JpZXNSZXF1ZXN0EhgKCG1vZGVsX2lkGAEgASgJQgbK8xgCCAESFQoFc3BsaXQYAiABKAlCBsrzGAIIARI6ChF0cmFqZWN0b3J5X2dyb3VwcxgDIAMoCzIXLnNybC52MS5UcmFqZWN0b3J5R3JvdXBCBsrzGAIIASLEAQoXTG9nVHJhamVjdG9yaWVzUmVzcG9uc2USDAoEc3RlcBgBIAEoBRISCgpudW1fZ3JvdXBzGAIgASgFEhgKEG51bV90cmFqZWN0b3JpZXMYAyABKAUSPQoHbWV0cmljcxgEIAMoCzIsLnNybC52MS5Mb2dUcmFqZWN0b3JpZXNSZXNwb25zZS5NZXRyaWNzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEyjwgKBk1vZGVscxJXCgtDcmVhdGVNb2RlbBIaLnNybC52MS5DcmVhdGVNb2RlbFJlcXVlc3QaDS5zcmwudjEuTW9kZWwiHYLT5JMCFzoBKiISL3YxL3ByZXZpZXcvbW9kZWxzEm0KC0RlbGV0ZU1vZGVsEhouc3JsLnYxLkRlbGV0ZU1vZGVsUmVxdWVzdBobLnNybC52MS5EZWxldGVNb2RlbFJlc3BvbnNlIiWC0+STAh8qHS92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9EoUBCg9MaXN0Q2hlY2twb2ludHMSHi5zcmwudjEuTGlzdENoZWNrcG9pbnRzUmVxdWVzdBofLnNybC52MS5MaXN0Q2hlY2twb2ludHNSZXNwb25zZSIxgtPkkwIrEikvdjEvcHJldmlldy9tb2RlbHMve21vZGVsX2lkfS9jaGVja3BvaW50cxKOAQoRRGVsZXRlQ2hlY2twb2ludHMSIC5zcmwudjEuRGVsZXRlQ2hlY2twb2ludHNSZXF1ZXN0GiEuc3JsLnYxLkRlbGV0ZUNoZWNrcG9pbnRzUmVzcG9uc2UiNILT5JMCLjoBKiopL3YxL3ByZXZpZXcvbW9kZWxzL3ttb2RlbF9pZH0vY2hlY2twb2ludHMSgAEKD0xvZ1RyYWplY3RvcmllcxIeLnNybC52MS5Mb2dUcmFqZWN0b3JpZXNSZXF1ZXN0Gh8uc3JsLnYxLkxvZ1RyYWplY3Rvcmllc1Jlc3BvbnNlIiyC0+STAiY6ASoiIS92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9L2xvZxJ+Cg5MaXN0QmFzZU1vZGVscxIdLnNybC52MS5MaXN0QmFzZU1vZGVsc1JlcXVlc3QaHi5zcmwudjEuTGlzdEJhc2VNb2RlbHNSZXNwb25zZSIt0vMYAggBgtPkkwIhYgZtb2RlbHMSFy92MS9wcmV2aWV3L2Jhc2UtbW9kZWxzElEKBkhlYWx0aBIVLnNybC52MS5IZWFsdGhSZXF1ZXN0GhYuc3JsLnYxLkhlYWx0aFJlc3BvbnNlIhjS8xgCCAGC0+STAgwSCi92MS9oZWFsdGgSZgoQR2V0Q3VycmVudEVudGl0eRIfLnNybC52MS5HZXRDdXJyZW50RW50aXR5UmVxdWVzdBoVLnNybC52MS5DdXJyZW50RW50aXR5IhqC0+STAhQSEi92MS9wcmV2aWV3L3dob2FtaRJmCgtTeXN0ZW1DaGVjaxIaLnNybC52MS5TeXN0ZW1DaGVja1JlcXVlc3QaGy5zcmwudjEuU3lzdGVtQ2hlY2tSZXNwb25zZSIe0vMYAggBgtPkkwISEhAvdjEvc3lzdGVtLWNoZWNrYgZwcm90bzM", [file_google_api_annotations, file_srl_v1_options, file_srl_v1_system, file_srl_v1_trajectory]);
+  fileDesc("ChNzcmwvdjEvbW9kZWxzLnByb3RvEgZzcmwudjEifgoFTW9kZWwSCgoCaWQYASABKAkSDgoGZW50aXR5GAIgASgJEg8KB3Byb2plY3QYAyABKAkSDAoEbmFtZRgEIAEoCRISCgpiYXNlX21vZGVsGAUgASgJEhsKBnJ1bl9pZBgGIAEoCUIGyvMYAhABSACIAQFCCQoHX3J1bl9pZCLGAQoSQ3JlYXRlTW9kZWxSZXF1ZXN0EhsKBmVudGl0eRgBIAEoCUIGyvMYAhABSACIAQESFwoHcHJvamVjdBgCIAEoCUIGyvMYAggBEhQKBG5hbWUYAyABKAlCBsrzGAIIARIaCgpiYXNlX21vZGVsGAQgASgJQgbK8xgCCAESKQoPcmV0dXJuX2V4aXN0aW5nGAUgASgIQgvK8xgHOgVmYWxzZUgBiAEBQgkKB19lbnRpdHlCEgoQX3JldHVybl9leGlzdGluZyIZChdHZXRDdXJyZW50RW50aXR5UmVxdWVzdCIzCg1DdXJyZW50RW50aXR5Eg4KBmVudGl0eRgBIAEoCRISCgprZXlfcHJlZml4GAIgASgJIi4KEkRlbGV0ZU1vZGVsUmVxdWVzdBIYCghtb2RlbF9pZBgBIAEoCUIGyvMYAggBIlkKE0RlbGV0ZU1vZGVsUmVzcG9uc2USEAoIbW9kZWxfaWQYASABKAkSGwoTZGVsZXRlZF9jaGVja3BvaW50cxgCIAEoBRITCgtkZWxldGVkX3J1bhgDIAEoCCKIAQoKQ2hlY2twb2ludBIKCgJpZBgBIAEoCRIMCgRzdGVwGAIgASgFEjAKB21ldHJpY3MYAyADKAsyHy5zcmwudjEuQ2hlY2twb2ludC5NZXRyaWNzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEivgEKFkxpc3RDaGVja3BvaW50c1JlcXVlc3QSGAoIbW9kZWxfaWQYASABKAlCBsrzGAIIARIaCgVhZnRlchgCIAEoCUIGyvMYAhABSACIAQESJAoFbGltaXQYAyABKAVCEMrzGAwiATEqAzEwMDoCMjBIAYgBARIqCgVvcmRlchgEIAEoCUIWyvMYEjIDYXNjMgRkZXNjOgUiYXNjIkgCiAEBQggKBl9hZnRlckIICgZfbGltaXRCCAoGX29yZGVyIoABChdMaXN0Q2hlY2twb2ludHNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSIAoEZGF0YRgCIAMoCzISLnNybC52MS5DaGVja3BvaW50EhAKCGhhc19tb3JlGAMgASgIEhAKCGZpcnN0X2lkGAQgASgJEg8KB2xhc3RfaWQYBSABKAkiSwoYRGVsZXRlQ2hlY2twb2ludHNSZXF1ZXN0EhgKCG1vZGVsX2lkGAEgASgJQgbK8xgCCAESFQoFc3RlcHMYAiADKAVCBsrzGAIIASJLChlEZWxldGVDaGVja3BvaW50c1Jlc3BvbnNlEhUKDWRlbGV0ZWRfY291bnQYASABKAUSFwoPbm90X2ZvdW5kX3N0ZXBzGAIgAygFIoUBChZMb2dUcmFqZWN0b3JpZXNSZXF1ZXN0EhgKCG1vZGVsX2lkGAEgASgJQgbK8xgCCAESFQoFc3BsaXQYAiABKAlCBsrzGAIIARI6ChF0cmFqZWN0b3J5X2dyb3VwcxgDIAMoCzIXLnNybC52MS5UcmFqZWN0b3J5R3JvdXBCBsrzGAIIASLEAQoXTG9nVHJhamVjdG9yaWVzUmVzcG9uc2USDAoEc3RlcBgBIAEoBRISCgpudW1fZ3JvdXBzGAIgASgFEhgKEG51bV90cmFqZWN0b3JpZXMYAyABKAUSPQoHbWV0cmljcxgEIAMoCzIsLnNybC52MS5Mb2dUcmFqZWN0b3JpZXNSZXNwb25zZS5NZXRyaWNzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiwQEKA1J1bhIKCgJpZBgBIAEoCRIOCgZlbnRpdHkYAiABKAkSDwoHcHJvamVjdBgDIAEoCRIMCgRuYW1lGAQgASgJEhAKCG1vZGVsX2lkGAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAkSKQoHc3VtbWFyeRgHIAMoCzIYLnNybC52MS5SdW4uU3VtbWFyeUVudHJ5Gi4KDFN1bW1hcnlFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIicKDUdldFJ1blJlcXVlc3QSFgoGcnVuX2lkGAEgASgJQgbK8xgCCAEiXwoJUnVuTWV0cmljEgoKAmlkGAEgASgJEgwKBHN0ZXAYAiABKAUSDQoFc3BsaXQYAyABKAkSDAoEbmFtZRgEIAEoCRINCgV2YWx1ZRgFIAEoARIMCgR0aW1lGAYgASgJIqsBChVMaXN0UnVuTWV0cmljc1JlcXVlc3QSFgoGcnVuX2lkGAEgASgJQgbK8xgCCAESGgoFYWZ0ZXIYAiABKAlCBsrzGAIQAUgAiAEBEiYKBWxpbWl0GAMgASgFQhLK8xgOIgExKgQxMDAwOgMxMDBIAYgBARIZCgRuYW1lGAQgASgJQgbK8xgCEAFIAogBAUIICgZfYWZ0ZXJCCAoGX2xpbWl0QgcKBV9uYW1lIn4KFkxpc3RSdW5NZXRyaWNzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEh8KBGRhdGEYAiADKAsyES5zcmwudjEuUnVuTWV0cmljEhAKCGhhc19tb3JlGAMgASgIEhAKCGZpcnN0X2lkGAQgASgJEg8KB2xhc3RfaWQYBSABKAky3AkKBk1vZGVscxJXCgtDcmVhdGVNb2RlbBIaLnNybC52MS5DcmVhdGVNb2RlbFJlcXVlc3QaDS5zcmwudjEuTW9kZWwiHYLT5JMCFzoBKiISL3YxL3ByZXZpZXcvbW9kZWxzEm0KC0RlbGV0ZU1vZGVsEhouc3JsLnYxLkRlbGV0ZU1vZGVsUmVxdWVzdBobLnNybC52MS5EZWxldGVNb2RlbFJlc3BvbnNlIiWC0+STAh8qHS92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9EoUBCg9MaXN0Q2hlY2twb2ludHMSHi5zcmwudjEuTGlzdENoZWNrcG9pbnRzUmVxdWVzdBofLnNybC52MS5MaXN0Q2hlY2twb2ludHNSZXNwb25zZSIxgtPkkwIrEikvdjEvcHJldmlldy9tb2RlbHMve21vZGVsX2lkfS9jaGVja3BvaW50cxKOAQoRRGVsZXRlQ2hlY2twb2ludHMSIC5zcmwudjEuRGVsZXRlQ2hlY2twb2ludHNSZXF1ZXN0GiEuc3JsLnYxLkRlbGV0ZUNoZWNrcG9pbnRzUmVzcG9uc2UiNILT5JMCLjoBKiopL3YxL3ByZXZpZXcvbW9kZWxzL3ttb2RlbF9pZH0vY2hlY2twb2ludHMSgAEKD0xvZ1RyYWplY3RvcmllcxIeLnNybC52MS5Mb2dUcmFqZWN0b3JpZXNSZXF1ZXN0Gh8uc3JsLnYxLkxvZ1RyYWplY3Rvcmllc1Jlc3BvbnNlIiyC0+STAiY6ASoiIS92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9L2xvZxJPCgZHZXRSdW4SFS5zcmwudjEuR2V0UnVuUmVxdWVzdBoLLnNybC52MS5SdW4iIYLT5JMCGxIZL3YxL3ByZXZpZXcvcnVucy97cnVuX2lkfRJ6Cg5MaXN0UnVuTWV0cmljcxIdLnNybC52MS5MaXN0UnVuTWV0cmljc1JlcXVlc3QaHi5zcmwudjEuTGlzdFJ1bk1ldHJpY3NSZXNwb25zZSIpgtPkkwIjEiEvdjEvcHJldmlldy9ydW5zL3tydW5faWR9L21ldHJpY3MSfgoOTGlzdEJhc2VNb2RlbHMSHS5zcmwudjEuTGlzdEJhc2VNb2RlbHNSZXF1ZXN0Gh4uc3JsLnYxLkxpc3RCYXNlTW9kZWxzUmVzcG9uc2UiLdLzGAIIAYLT5JMCIWIGbW9kZWxzEhcvdjEvcHJldmlldy9iYXNlLW1vZGVscxJRCgZIZWFsdGgSFS5zcmwudjEuSGVhbHRoUmVxdWVzdBoWLnNybC52MS5IZWFsdGhSZXNwb25zZSIY0vMYAggBgtPkkwIMEgovdjEvaGVhbHRoEmYKEEdldEN1cnJlbnRFbnRpdHkSHy5zcmwudjEuR2V0Q3VycmVudEVudGl0eVJlcXVlc3QaFS5zcmwudjEuQ3VycmVudEVudGl0eSIagtPkkwIUEhIvdjEvcHJldmlldy93aG9hbWkSZgoLU3lzdGVtQ2hlY2sSGi5zcmwudjEuU3lzdGVtQ2hlY2tSZXF1ZXN0Ghsuc3JsLnYxLlN5c3RlbUNoZWNrUmVzcG9uc2UiHtLzGAIIAYLT5JMCEhIQL3YxL3N5c3RlbS1jaGVja2IGcHJvdG8z", [file_google_api_annotations, file_srl_v1_options, file_srl_v1_system, file_srl_v1_trajectory]);
 
 /**
  * A registered model.
@@ -408,6 +408,199 @@ export const LogTrajectoriesResponseSchema: GenMessage<LogTrajectoriesResponse> 
   messageDesc(file_srl_v1_models, 12);
 
 /**
+ * A tracking run: one per model, holding its metric history.
+ *
+ * @generated from message srl.v1.Run
+ */
+export type Run = Message<"srl.v1.Run"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string entity = 2;
+   */
+  entity: string;
+
+  /**
+   * @generated from field: string project = 3;
+   */
+  project: string;
+
+  /**
+   * The model's name.
+   *
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string model_id = 5;
+   */
+  modelId: string;
+
+  /**
+   * @generated from field: string created_at = 6;
+   */
+  createdAt: string;
+
+  /**
+   * The newest value of every metric name.
+   *
+   * @generated from field: map<string, double> summary = 7;
+   */
+  summary: { [key: string]: number };
+};
+
+/**
+ * Describes the message srl.v1.Run.
+ * Use `create(RunSchema)` to create a new message.
+ */
+export const RunSchema: GenMessage<Run> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 13);
+
+/**
+ * Request of GetRun.
+ *
+ * @generated from message srl.v1.GetRunRequest
+ */
+export type GetRunRequest = Message<"srl.v1.GetRunRequest"> & {
+  /**
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message srl.v1.GetRunRequest.
+ * Use `create(GetRunRequestSchema)` to create a new message.
+ */
+export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 14);
+
+/**
+ * One point of a run's history.
+ *
+ * @generated from message srl.v1.RunMetric
+ */
+export type RunMetric = Message<"srl.v1.RunMetric"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: int32 step = 2;
+   */
+  step: number;
+
+  /**
+   * `train`, `val`, ... (the split of a log call), or `train` for training-job metrics.
+   *
+   * @generated from field: string split = 3;
+   */
+  split: string;
+
+  /**
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * @generated from field: double value = 5;
+   */
+  value: number;
+
+  /**
+   * @generated from field: string time = 6;
+   */
+  time: string;
+};
+
+/**
+ * Describes the message srl.v1.RunMetric.
+ * Use `create(RunMetricSchema)` to create a new message.
+ */
+export const RunMetricSchema: GenMessage<RunMetric> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 15);
+
+/**
+ * Request of ListRunMetrics.
+ *
+ * @generated from message srl.v1.ListRunMetricsRequest
+ */
+export type ListRunMetricsRequest = Message<"srl.v1.ListRunMetricsRequest"> & {
+  /**
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * @generated from field: optional string after = 2;
+   */
+  after?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * Only this metric name (e.g. `val/reward`).
+   *
+   * @generated from field: optional string name = 4;
+   */
+  name?: string | undefined;
+};
+
+/**
+ * Describes the message srl.v1.ListRunMetricsRequest.
+ * Use `create(ListRunMetricsRequestSchema)` to create a new message.
+ */
+export const ListRunMetricsRequestSchema: GenMessage<ListRunMetricsRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 16);
+
+/**
+ * A page of run metrics.
+ *
+ * @generated from message srl.v1.ListRunMetricsResponse
+ */
+export type ListRunMetricsResponse = Message<"srl.v1.ListRunMetricsResponse"> & {
+  /**
+   * @generated from field: string object = 1;
+   */
+  object: string;
+
+  /**
+   * @generated from field: repeated srl.v1.RunMetric data = 2;
+   */
+  data: RunMetric[];
+
+  /**
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * @generated from field: string first_id = 4;
+   */
+  firstId: string;
+
+  /**
+   * @generated from field: string last_id = 5;
+   */
+  lastId: string;
+};
+
+/**
+ * Describes the message srl.v1.ListRunMetricsResponse.
+ * Use `create(ListRunMetricsResponseSchema)` to create a new message.
+ */
+export const ListRunMetricsResponseSchema: GenMessage<ListRunMetricsResponse> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 17);
+
+/**
  * Registered models (fine-tuning targets), their checkpoints and trajectory logs; also the
  * deployment's base-model catalog and its health checks.
  *
@@ -463,6 +656,26 @@ export const Models: GenService<{
     methodKind: "unary";
     input: typeof LogTrajectoriesRequestSchema;
     output: typeof LogTrajectoriesResponseSchema;
+  },
+  /**
+   * A model's tracking run.
+   *
+   * @generated from rpc srl.v1.Models.GetRun
+   */
+  getRun: {
+    methodKind: "unary";
+    input: typeof GetRunRequestSchema;
+    output: typeof RunSchema;
+  },
+  /**
+   * The metric history of a tracking run, oldest first, cursor-paginated.
+   *
+   * @generated from rpc srl.v1.Models.ListRunMetrics
+   */
+  listRunMetrics: {
+    methodKind: "unary";
+    input: typeof ListRunMetricsRequestSchema;
+    output: typeof ListRunMetricsResponseSchema;
   },
   /**
    * Base models this deployment can serve and train.

@@ -1,6 +1,6 @@
 // Bearer-token authentication shared by every protocol: the principal travels to handlers in the
 // request's context values.
-import { createContextKey } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { unauthenticated } from "../../core/errors.js";
 import type { ApiKeys } from "./api-keys.js";
 
@@ -20,4 +20,11 @@ export async function authenticate(keys: ApiKeys, authorization: string | null):
   const record = await keys.lookup(match[2]);
   if (!record) throw unauthenticated("Invalid API key");
   return { entity: record.entity, keyPrefix: record.prefix };
+}
+
+/** The authenticated caller of a handler (the pipeline has already refused anonymous calls). */
+export function principalOf(context: HandlerContext): Principal {
+  const principal = context.values.get(principalKey);
+  if (!principal) throw unauthenticated("Not authenticated");
+  return principal;
 }

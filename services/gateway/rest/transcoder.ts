@@ -8,7 +8,7 @@ import { toConnectError, validationError, type Violation } from "../../core/erro
 import type { Logger } from "../../core/logger.js";
 import type { ApiKeys } from "../auth/api-keys.js";
 import { authenticate, principalKey } from "../auth/authenticate.js";
-import { restValidatedKey, type Endpoint } from "../pipeline.js";
+import { rawBodyKey, restValidatedKey, type Endpoint } from "../pipeline.js";
 import { restRule } from "../validation/rules.js";
 import { decodeFields, plain } from "./json-decode.js";
 import { encodeMessage } from "./json-encode.js";
@@ -62,6 +62,7 @@ export function createTranscoder(options: TranscoderOptions) {
         if (!endpoint) throw new Error(`no endpoint for ${chosen.route.method.name}`);
         const request = decodeRequest(chosen.route, chosen.params, url.searchParams, body);
         values.set(restValidatedKey, true);
+        if (isObject(body)) values.set(rawBodyKey, plain(body) as JsonObject);
         const abort = new AbortController();
         res.on("close", () => abort.abort(new ConnectError("client closed the connection", 1)));
         const context = createHandlerContext({

@@ -1,0 +1,41 @@
+// Deleting a model removes everything it owns: its unfinished jobs are cancelled first (watchers
+// see their terminal `training_failed`), then events, jobs, logged trajectories, checkpoints,
+// every GridFS blob tagged with the model, artifacts linked to it and the tracking run; the model
+// row goes last, so an interrupted delete can simply be repeated.
+import type { Db } from "mongodb";
+import type { EventLog } from "../events/event-log.js";
+import type { Blobs } from "../store/blobs.js";
+import type { TrainingJobs } from "../training/jobs.js";
+import type { Checkpoints } from "./checkpoints.js";
+import type { ModelRecord, ModelRegistry } from "./registry.js";
+import type { Runs } from "./runs.js";
+import type { TrajectoryLog } from "./trajectory-log.js";
+
+export class ModelDeletion {
+  constructor(
+    private readonly deps: {
+      db: Db;
+      registry: ModelRegistry;
+      checkpoints: Checkpoints;
+      runs: Runs;
+      trajectoryLog: TrajectoryLog;
+      jobs: TrainingJobs;
+      events: EventLog;
+      blobs: Blobs;
+    },
+  ) {}
+
+  async delete(model: ModelRecord): Promise<{ deletedCheckpoints: number; deletedRun: boolean }> {
+    const { jobs, events, trajectoryLog, checkpoints, blobs, runs, registry, db } = this.deps;
+    await jobs.cancelForModel(model._id, "cancelled: the model was deleted");
+    await events.deleteForJobs(await jobs.idsForModel(model._id));
+    await jobs.deleteForModel(model._id);
+    await trajectoryLog.deleteForModel(model._id);
+    const deletedCheckpoints = await checkpoints.deleteAll(model._id);
+    await blobs.deleteForModel(model._id);
+    await db.collection("artifacts").deleteMany({ model_id: model._id });
+    const deletedRun = await runs.delete(model.run_id);
+    await registry.remove(model._id);
+    return { deletedCheckpoints, deletedRun };
+  }
+}

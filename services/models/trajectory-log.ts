@@ -1,0 +1,56 @@
+// Logged trajectory groups, stored exactly as the client sent them (JSON text, so any keys survive),
+// tagged with model, split and the step they were logged at. Groups too large for a document go to
+// GridFS.
+import { randomUUID } from "node:crypto";
+import type { Collection, Db, ObjectId } from "mongodb";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Blobs } from "../store/blobs.js";
+
+export interface LoggedGroupRecord {
+  _id: string;
+  model_id: string;
+  split: string;
+  step: number;
+  batch_id: string;
+  index: number;
+  group_json: string | null;
+  blob_id: ObjectId | null;
+  created_at: Date;
+}
+
+// Well under MongoDB's 16 MB document limit, leaving room for the other fields.
+const INLINE_LIMIT = 8 * 1024 * 1024;
+
+export class TrajectoryLog {
+  private readonly groups: Collection<LoggedGroupRecord>;
+
+  constructor(
+    db: Db,
+    private readonly blobs: Blobs,
+  ) {
+    this.groups = db.collection<LoggedGroupRecord>("trajectories");
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.groups.createIndex({ model_id: 1, split: 1, step: 1 });
+  }
+
+  async store(modelId: string, split: string, step: number, groups: JsonObject[]): Promise<string> {
+    const batchId = randomUUID();
+    const created_at = new Date();
+    const records: LoggedGroupRecord[] = [];
+    for (const [index, group] of groups.entries()) {
+      const json = JSON.stringify(group);
+      const inline = Buffer.byteLength(json) <= INLINE_LIMIT;
+      const blob_id = inline ? null : await this.blobs.put(`trajectories-${batchId}-${index}.json`, Buffer.from(json), { model_id: modelId, kind: "trajectory_group" });
+      records.push({ _id: randomUUID(), model_id: modelId, split, step, batch_id: batchId, index, group_json: inline ? json : null, blob_id, created_at });
+    }
+    // Bounded batches keep each insert message well under the wire limit.
+    for (let start = 0; start < records.length; start += 100) await this.groups.insertMany(records.slice(start, start + 100));
+    return batchId;
+  }
+
+  async deleteForModel(modelId: string): Promise<number> {
+    return (await this.groups.deleteMany({ model_id: modelId })).deletedCount;
+  }
+}
