@@ -1,0 +1,183 @@
+// Checkpoint pagination and deletion, trajectory logs with their metrics, tracking-run history.
+import { beforeAll, describe, expect, it } from "vitest";
+import { Models } from "../../gen/srl/v1/models_pb.js";
+import { Blobs } from "../../services/store/blobs.js";
+import { Checkpoints } from "../../services/models/checkpoints.js";
+import { grpcUnary, rest } from "../support/clients.js";
+import { withDatabase } from "../support/db.js";
+import { createKey, uniqueEntity } from "../support/keys.js";
+
+interface CheckpointJson {
+  id: string;
+  step: number;
+  metrics: Record<string, number>;
+}
+interface Page<T> {
+  object: string;
+  data: T[];
+  has_more: boolean;
+  first_id: string;
+  last_id: string;
+}
+
+let key = "";
+beforeAll(async () => {
+  key = await createKey(uniqueEntity("checkpoints"));
+});
+
+async function newModel(name: string): Promise<{ id: string; run_id: string }> {
+  const res = await rest("POST", "/v1/preview/models", { key, body: { project: "ckpt", name, base_model: "tiny-chat" } });
+  expect(res.status).toBe(200);
+  return res.body as { id: string; run_id: string };
+}
+
+/** Follows `after` pagination exactly as the OpenAI SDK's cursor page does. */
+async function allPages(path: string, query: string): Promise<{ items: CheckpointJson[]; pages: Page<CheckpointJson>[] }> {
+  const items: CheckpointJson[] = [];
+  const pages: Page<CheckpointJson>[] = [];
+  let after = "";
+  for (;;) {
+    const res = await rest("GET", `${path}?${query}${after ? `&after=${after}` : ""}`, { key });
+    expect(res.status).toBe(200);
+    const page = res.body as Page<CheckpointJson>;
+    pages.push(page);
+    items.push(...page.data);
+    if (!page.has_more || page.data.length === 0) return { items, pages };
+    after = page.data[page.data.length - 1]?.id ?? "";
+  }
+}
+
+describe("checkpoints", () => {
+  it("paginates 45 checkpoints in both orders across page boundaries with exact has_more", async () => {
+    const model = await newModel("paged");
+    await withDatabase(async ({ db }) => {
+      const checkpoints = new Checkpoints(db, new Blobs(db));
+      // Steps 1..44 on top of step 0, written out of order.
+      for (const step of [...Array.from({ length: 44 }, (_, i) => i + 1)].reverse()) await checkpoints.create(model.id, step, { "train/loss": 1 / step });
+    });
+    const path = `/v1/preview/models/${model.id}/checkpoints`;
+    const asc = await allPages(path, "limit=20");
+    expect(asc.items.map((c) => c.step)).toEqual(Array.from({ length: 45 }, (_, i) => i));
+    expect(asc.pages.map((p) => [p.data.length, p.has_more])).toEqual([[20, true], [20, true], [5, false]]);
+    expect(asc.pages[0]).toMatchObject({ object: "list", first_id: asc.items[0]?.id, last_id: asc.items[19]?.id });
+
+    const desc = await allPages(path, "limit=15&order=desc");
+    expect(desc.items.map((c) => c.step)).toEqual(Array.from({ length: 45 }, (_, i) => 44 - i));
+    // 45 = 3 x 15: the last full page already knows nothing follows.
+    expect(desc.pages.map((p) => [p.data.length, p.has_more])).toEqual([[15, true], [15, true], [15, false]]);
+
+    const defaults = await rest("GET", path, { key });
+    expect((defaults.body as Page<CheckpointJson>).data.length).toBe(20);
+    const latest = await rest("GET", `${path}?limit=1&order=desc`, { key });
+    expect((latest.body as Page<CheckpointJson>).data).toEqual([{ id: desc.items[0]?.id, step: 44, metrics: { "train/loss": 1 / 44 } }]);
+
+    const unknownCursor = await rest("GET", `${path}?after=00000000-0000-4000-8000-000000000000`, { key });
+    expect(unknownCursor.status).toBe(400);
+
+    const viaGrpc = await grpcUnary(Models.method.listCheckpoints, { modelId: model.id, limit: 2, order: "desc", after: desc.items[1]?.id }, key);
+    expect(viaGrpc.message?.data.map((c) => c.step)).toEqual([42, 41]);
+    expect(viaGrpc.message?.hasMore).toBe(true);
+  });
+
+  it("deletes checkpoints by step and reports the missing ones", async () => {
+    const model = await newModel("pruned");
+    await withDatabase(async ({ db }) => {
+      const checkpoints = new Checkpoints(db, new Blobs(db));
+      for (const step of [1, 2, 3, 4]) await checkpoints.create(model.id, step, {}, { filename: `a${step}.gguf`, data: Buffer.alloc(100, step) });
+    });
+    const res = await rest("DELETE", `/v1/preview/models/${model.id}/checkpoints`, { key, body: { steps: [1, 3, 7, 3, 9] } });
+    expect(res).toMatchObject({ status: 200, body: { deleted_count: 2, not_found_steps: [7, 9] } });
+    const left = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints`, { key })).body as Page<CheckpointJson>;
+    expect(left.data.map((c) => c.step)).toEqual([0, 2, 4]);
+    const adapters = await withDatabase(({ db }) => db.collection("blobs.files").countDocuments({ "metadata.model_id": model.id }));
+    expect(adapters).toBe(2);
+  });
+});
+
+describe("trajectory logs", () => {
+  it("stores groups as sent and computes the split metrics (hand-computed example)", async () => {
+    const model = await newModel("logged");
+    const choice = {
+      finish_reason: "stop",
+      index: 0,
+      logprobs: { content: [{ token: "token_id:42", bytes: null, logprob: -0.5, top_logprobs: [] }], refusal: null },
+      message: { content: "4", refusal: null, role: "assistant", annotations: null, audio: null, function_call: null, tool_calls: null },
+      stop_reason: null,
+      token_ids: [42],
+    };
+    const groups = [
+      {
+        trajectories: [
+          { messages_and_choices: [{ role: "user", content: "2+2?" }, choice], reward: 1, metrics: { correct: true, duration: 2 } },
+          { messages_and_choices: [{ role: "user", content: "2+2?" }], reward: 0, metrics: { correct: false }, initial_policy_version: null, start_time: null },
+        ],
+        exceptions: [{ type: "<class 'TimeoutError'>", message: "slow", traceback: "..." }],
+        metadata: { prompt_id: "p1" },
+        metrics: { difficulty: 3 },
+        extra_key: "kept",
+      },
+      { trajectories: [{ reward: 0.5, metrics: { duration: 4 } }], metrics: { difficulty: 1 } },
+    ];
+    const res = await rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split: "val", trajectory_groups: groups, model_id: model.id } });
+    expect(res.status).toBe(200);
+    // reward: (1 + 0 + 0.5) / 3; exception_rate: 1 / (3 + 1); reward_std_dev: population std of
+    // [1, 0] = 0.5 (the one-trajectory group does not count); correct: (1 + 0) / 2;
+    // duration: (2 + 4) / 2; group_difficulty: (3 + 1) / 2.
+    const expected = {
+      "val/reward": 0.5,
+      "val/exception_rate": 0.25,
+      "val/reward_std_dev": 0.5,
+      "val/correct": 0.5,
+      "val/duration": 3,
+      "val/group_difficulty": 2,
+    };
+    expect(res.body).toEqual({ step: 0, num_groups: 2, num_trajectories: 3, metrics: expected });
+
+    const checkpoint = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body as Page<CheckpointJson>;
+    expect(checkpoint.data[0]?.metrics).toEqual(expected);
+
+    const stored = await withDatabase(({ db }) => db.collection("trajectories").find({ model_id: model.id }).sort({ index: 1 }).toArray());
+    expect(stored.map((g) => ({ split: g.split, step: g.step }))).toEqual([{ split: "val", step: 0 }, { split: "val", step: 0 }]);
+    expect(JSON.parse(stored[0]?.group_json as string)).toEqual(groups[0]); // every key, as sent
+
+    const history = await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?name=val/reward`, { key });
+    expect(history.body).toMatchObject({ object: "list", has_more: false, data: [{ step: 0, split: "val", name: "val/reward", value: 0.5 }] });
+    const run = await rest("GET", `/v1/preview/runs/${model.run_id}`, { key });
+    expect((run.body as { summary: Record<string, number> }).summary).toEqual(expected);
+  });
+
+  it("logs at the model's current step and keeps a paginated history", async () => {
+    const model = await newModel("stepped");
+    await withDatabase(async ({ db }) => {
+      await new Checkpoints(db, new Blobs(db)).create(model.id, 1, { "train/loss": 0.3 });
+    });
+    const log = (split: string, reward: number) =>
+      rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split, trajectory_groups: [{ trajectories: [{ reward }, { reward }] }] } });
+    expect(((await log("train", 0.25)).body as { step: number }).step).toBe(1);
+    await log("val", 0.75);
+    const checkpoint = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body as Page<CheckpointJson>;
+    expect(checkpoint.data[0]?.metrics).toEqual({
+      "train/loss": 0.3,
+      "train/reward": 0.25,
+      "train/exception_rate": 0,
+      "train/reward_std_dev": 0,
+      "val/reward": 0.75,
+      "val/exception_rate": 0,
+      "val/reward_std_dev": 0,
+    });
+    const first = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=4`, { key })).body as Page<{ id: string; name: string; step: number }>;
+    expect(first.data.length).toBe(4);
+    expect(first.has_more).toBe(true);
+    const rest2 = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=4&after=${first.last_id}`, { key })).body as Page<{ name: string }>;
+    expect(rest2.data.map((m) => m.name)).toEqual(["val/exception_rate", "val/reward_std_dev"]);
+    expect(rest2.has_more).toBe(false);
+  });
+
+  it("accepts the compact trajectories of the newest client and an empty log", async () => {
+    const model = await newModel("compact");
+    const res = await rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split: "train", trajectory_groups: [{ trajectories: [{}, { reward: 1 }] }] } });
+    expect(res.body).toMatchObject({ num_trajectories: 2, metrics: { "train/reward": 0.5, "train/reward_std_dev": 0.5 } });
+    const empty = await rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split: "train", trajectory_groups: [] } });
+    expect(empty.body).toEqual({ step: 0, num_groups: 0, num_trajectories: 0, metrics: {} });
+  });
+});

@@ -1,0 +1,171 @@
+// Models end to end: create (all return_existing cases), isolation between entities, concurrent
+// creates, and the delete cascade.
+import { beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { Models } from "../../gen/srl/v1/models_pb.js";
+import { Blobs } from "../../services/store/blobs.js";
+import { Checkpoints } from "../../services/models/checkpoints.js";
+import { EventLog } from "../../services/events/event-log.js";
+import { connectClient, grpcUnary, rest } from "../support/clients.js";
+import { withDatabase } from "../support/db.js";
+import { createKey, uniqueEntity } from "../support/keys.js";
+
+interface ModelJson {
+  id: string;
+  entity: string;
+  project: string;
+  name: string;
+  base_model: string;
+  run_id: string | null;
+}
+
+let entity = "";
+let key = "";
+beforeAll(async () => {
+  entity = uniqueEntity("models");
+  key = await createKey(entity);
+});
+
+const createModel = (body: Record<string, unknown>, apiKey = key) => rest("POST", "/v1/preview/models", { key: apiKey, body });
+
+describe("create model", () => {
+  it("creates a model with its run and resolves a null entity to the key's", async () => {
+    const res = await createModel({ entity: null, project: "demo", name: "agent-001", base_model: "tiny-chat", return_existing: true });
+    expect(res.status).toBe(200);
+    const model = res.body as ModelJson;
+    expect(model).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), entity, project: "demo", name: "agent-001", base_model: "tiny-chat", run_id: expect.stringMatching(/^[a-z0-9]{8}$/) });
+    const run = await rest("GET", `/v1/preview/runs/${model.run_id}`, { key });
+    expect(run.body).toMatchObject({ id: model.run_id, entity, project: "demo", name: "agent-001", model_id: model.id, summary: {} });
+    // Every model starts at step 0 (the base model).
+    const checkpoints = await rest("GET", `/v1/preview/models/${model.id}/checkpoints?limit=1&order=desc`, { key });
+    expect(checkpoints.body).toMatchObject({ object: "list", has_more: false, data: [{ step: 0, metrics: {} }] });
+  });
+
+  it("covers the four return_existing cases", async () => {
+    const body = { project: "demo", name: "cases", base_model: "tiny-chat" };
+    const fresh = await createModel({ ...body, return_existing: false });
+    expect(fresh.status).toBe(200);
+    const freshTrue = await createModel({ ...body, name: "cases-2", return_existing: true });
+    expect(freshTrue.status).toBe(200);
+    const again = await createModel({ ...body, return_existing: true });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(fresh.body);
+    const duplicate = await createModel({ ...body, return_existing: false });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.body).toEqual({
+      detail: `model "cases" already exists in ${entity}/demo (id ${(fresh.body as ModelJson).id}); pass return_existing: true to get it`,
+    });
+    const omitted = await createModel(body); // return_existing defaults to false
+    expect(omitted.status).toBe(409);
+    const otherBase = await createModel({ ...body, base_model: "tiny-chat-2", return_existing: true });
+    expect(otherBase.status).toBe(400); // not in the catalog
+  });
+
+  it("refuses an unknown base model, a bad name and another entity", async () => {
+    const unknown = await createModel({ project: "demo", name: "x", base_model: "Qwen/Qwen3-14B" });
+    expect(unknown.status).toBe(400);
+    expect((unknown.body as { detail: string }).detail).toBe(
+      'unknown base model "Qwen/Qwen3-14B"; this deployment offers: tiny-chat (GET /v1/preview/base-models)',
+    );
+    const badName = await createModel({ project: "demo", name: "a/b", base_model: "tiny-chat" });
+    expect(badName.status).toBe(400);
+    const foreign = await createModel({ entity: "someone-else", project: "demo", name: "x", base_model: "tiny-chat" });
+    expect(foreign.status).toBe(403);
+  });
+
+  it("gives 20 concurrent creates of one name one model", async () => {
+    const body = { project: "race", name: "same-name", base_model: "tiny-chat", return_existing: true };
+    const results = await Promise.all(Array.from({ length: 20 }, () => createModel(body)));
+    expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
+    expect(new Set(results.map((r) => (r.body as ModelJson).id)).size).toBe(1);
+    expect(new Set(results.map((r) => (r.body as ModelJson).run_id)).size).toBe(1);
+    const count = await withDatabase((db) => db.db.collection("models").countDocuments({ entity, project: "race", name: "same-name" }));
+    expect(count).toBe(1);
+  });
+
+  it("works over gRPC and Connect with the same outcome", async () => {
+    const viaGrpc = await grpcUnary(Models.method.createModel, { project: "grpc", name: "m", baseModel: "tiny-chat", returnExisting: true }, key);
+    expect(viaGrpc.message).toMatchObject({ entity, project: "grpc", name: "m", baseModel: "tiny-chat" });
+    const viaConnect = await connectClient(Models, "connect-binary", key).createModel({ project: "grpc", name: "m", baseModel: "tiny-chat", returnExisting: true });
+    expect(viaConnect.id).toBe(viaGrpc.message?.id);
+    const conflict = await grpcUnary(Models.method.createModel, { project: "grpc", name: "m", baseModel: "tiny-chat" }, key);
+    expect(conflict.error?.code).toBe(6); // ALREADY_EXISTS
+  });
+});
+
+describe("isolation between entities", () => {
+  it("makes another entity's model, run and jobs indistinguishable from absent ones", async () => {
+    const mine = (await createModel({ project: "iso", name: "private", base_model: "tiny-chat" })).body as ModelJson;
+    const otherKey = await createKey(uniqueEntity("intruder"));
+    const absent = "00000000-0000-4000-8000-000000000000";
+    for (const id of [mine.id, absent]) {
+      expect(await rest("GET", `/v1/preview/models/${id}/checkpoints`, { key: otherKey })).toMatchObject({ status: 404, body: { detail: `model ${id} not found` } });
+      expect((await rest("DELETE", `/v1/preview/models/${id}`, { key: otherKey })).status).toBe(404);
+      expect((await rest("POST", `/v1/preview/models/${id}/log`, { key: otherKey, body: { split: "val", trajectory_groups: [] } })).status).toBe(404);
+      expect((await rest("POST", "/v1/preview/training-jobs", { key: otherKey, body: { model_id: id, trajectory_groups: [{ trajectories: [] }] } })).status).toBe(404);
+    }
+    expect((await rest("GET", `/v1/preview/runs/${mine.run_id}`, { key: otherKey })).status).toBe(404);
+    const error = await connectClient(Models, "connect-json", otherKey)
+      .deleteModel({ modelId: mine.id })
+      .then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect(error?.code).toBe(Code.NotFound);
+    // Still there for its owner.
+    expect((await rest("GET", `/v1/preview/models/${mine.id}/checkpoints`, { key })).status).toBe(200);
+  });
+});
+
+describe("delete model", () => {
+  it("removes the model and everything it owns, cancelling its running job first", async () => {
+    const model = (await createModel({ project: "cascade", name: "doomed", base_model: "tiny-chat" })).body as ModelJson;
+    const keep = (await createModel({ project: "cascade", name: "bystander", base_model: "tiny-chat" })).body as ModelJson;
+    await withDatabase(async ({ db }) => {
+      const checkpoints = new Checkpoints(db, new Blobs(db));
+      for (const step of [1, 2, 3]) await checkpoints.create(model.id, step, { loss: step }, { filename: `adapter-${step}.gguf`, data: Buffer.alloc(300_000, step) });
+      await checkpoints.create(keep.id, 1, {}, { filename: "adapter.gguf", data: Buffer.alloc(1000) });
+    });
+    const groups = [{ trajectories: [{ messages_and_choices: [{ role: "user", content: "hi" }], reward: 1 }] }];
+    expect((await rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split: "val", trajectory_groups: groups } })).status).toBe(200);
+    const job = (await rest("POST", "/v1/preview/training-jobs", { key, body: { model_id: model.id, trajectory_groups: groups } })).body as { id: string };
+    const queuedJob = (await rest("POST", "/v1/preview/training-jobs", { key, body: { model_id: model.id, trajectory_groups: groups } })).body as { id: string };
+    await withDatabase(async ({ db }) => {
+      await db.collection("training_jobs").updateOne({ _id: job.id as never }, { $set: { status: "running", lease_owner: "test-worker", lease_expires_at: new Date(Date.now() + 60_000) } });
+      await new EventLog(db).append(job.id, "training_started", { num_sequences: 1 });
+    });
+    // A watcher following the running job sees its terminal event when the model goes.
+    const watch = fetch(`${(await import("vitest")).inject("baseUrl")}/v1/preview/training-jobs/${job.id}/events/watch`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text());
+
+    const before = await countOwned(model);
+    expect(before).toMatchObject({ models: 1, checkpoints: 4, runs: 1, trajectories: 1, training_jobs: 2, blobs: 5 }); // 3 adapters, 2 job inputs
+    expect(before.run_metrics).toBeGreaterThan(0);
+    expect(before.events).toBeGreaterThan(0);
+
+    const res = await rest("DELETE", `/v1/preview/models/${model.id}`, { key });
+    expect(res).toMatchObject({ status: 200, body: { model_id: model.id, deleted_checkpoints: 4, deleted_run: true } });
+    const streamed = await watch;
+    expect(streamed).toContain('"type":"training_started"');
+    expect(streamed).toContain('"type":"training_failed","data":{"error_message":"cancelled: the model was deleted"}');
+
+    expect(await countOwned(model)).toEqual({ models: 0, checkpoints: 0, runs: 0, run_metrics: 0, trajectories: 0, training_jobs: 0, events: 0, event_streams: 0, blobs: 0 });
+    expect((await countOwned(keep)).checkpoints).toBe(2);
+    expect((await rest("DELETE", `/v1/preview/models/${model.id}`, { key })).status).toBe(404);
+    expect((await rest("GET", `/v1/preview/training-jobs/${queuedJob.id}`, { key })).status).toBe(404);
+  });
+});
+
+async function countOwned(model: ModelJson) {
+  return withDatabase(async ({ db }) => {
+    const jobIds = (await db.collection("training_jobs").find({ model_id: model.id }).toArray()).map((j) => j._id);
+    const allJobIds = [...jobIds, ...(await db.collection("events").distinct("job_id", { job_id: { $in: jobIds } }))];
+    return {
+      models: await db.collection("models").countDocuments({ _id: model.id as never }),
+      checkpoints: await db.collection("checkpoints").countDocuments({ model_id: model.id }),
+      runs: await db.collection("runs").countDocuments({ _id: model.run_id as never }),
+      run_metrics: await db.collection("run_metrics").countDocuments({ run_id: model.run_id }),
+      trajectories: await db.collection("trajectories").countDocuments({ model_id: model.id }),
+      training_jobs: jobIds.length,
+      events: allJobIds.length === 0 ? await db.collection("events").countDocuments({ job_id: { $in: [] } }) : await db.collection("events").countDocuments({ job_id: { $in: allJobIds } }),
+      event_streams: await db.collection("event_streams").countDocuments({ _id: { $in: allJobIds } }),
+      blobs: await db.collection("blobs.files").countDocuments({ "metadata.model_id": model.id }),
+    };
+  });
+}

@@ -1,0 +1,14 @@
+// Direct access to the test server's database, for what no API exposes yet (writing checkpoints
+// the way the trainer will, appending events the way the worker will) and for counting what a
+// delete left behind.
+import { inject } from "vitest";
+import { connectDatabase, type Database } from "../../services/store/mongo.js";
+
+export async function withDatabase<T>(use: (database: Database) => Promise<T>): Promise<T> {
+  const database = await connectDatabase(inject("mongoUri"), inject("mongoDb"));
+  try {
+    return await use(database);
+  } finally {
+    await database.close();
+  }
+}
