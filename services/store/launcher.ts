@@ -104,7 +104,7 @@ async function startFerretDb(dataDir: string, log: LauncherLog): Promise<Embedde
       // Default debug listener is a fixed port: parallel instances would collide.
       "--debug-addr=-",
       "--telemetry=disable",
-      "--log-level=warn",
+      "--log-level=error", // at warn it dumps every failed command in full
     ],
   }));
 }
