@@ -3,7 +3,7 @@
 // the pinned Go module), else mongodb-memory-server. Returns a URI without a
 // database name; which databases to use is the caller's business.
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, openSync, closeSync } from "node:fs";
+import { accessSync, closeSync, constants, openSync, statSync, writeSync } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
 import { connect, createServer } from "node:net";
 import path from "node:path";
@@ -188,8 +188,9 @@ async function startChild(
     } catch (err) {
       await child.stop();
       const logTail = await tail(logFile);
+      const thisRun = logTail.slice(logTail.lastIndexOf("\n--- "));
       // The port was free when picked but another process may grab it first.
-      if (attempt < PORT_ATTEMPTS && /address already in use|EADDRINUSE/i.test(logTail)) continue;
+      if (attempt < PORT_ATTEMPTS && /address already in use|EADDRINUSE/i.test(thisRun)) continue;
       throw new Error(`${kind} (${bin}) did not become ready: ${errorMessage(err)}\n--- ${logFile} (tail) ---\n${logTail}`);
     }
     return { uri, kind, stop: child.stop };
@@ -227,6 +228,8 @@ let exitHookInstalled = false;
 
 function spawnLogged(bin: string, args: string[], logFile: string): ManagedChild {
   const fd = openSync(logFile, "a");
+  // The log is appended to across runs: mark where this one starts.
+  writeSync(fd, `\n--- ${new Date().toISOString()} launcher: ${bin} ${args.join(" ")}\n`);
   let child: ChildProcess;
   try {
     // detached: own process group, so the SIGKILL fallback reaches the database too.
@@ -349,7 +352,7 @@ function findOnPath(name: string): string | undefined {
 function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
-    return true;
+    return statSync(file).isFile();
   } catch {
     return false;
   }
