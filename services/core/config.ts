@@ -17,6 +17,18 @@ export interface Config {
   shutdownGraceMs: number;
   /** Entity of the API key created on a first start of the embedded default. */
   bootstrapEntity: string;
+  /** Base models scheduled by request priority (others: first come, first served). */
+  priorityModels: string[];
+  /** llama.cpp threads per evaluation; 0 = one per core. */
+  engineThreads: number;
+  /** Parallel sequences per llama.cpp context (continuous batching). */
+  engineSequences: number;
+  /** Tokens of context per sequence. */
+  engineContextSize: number;
+  /** Requests waiting for a sequence, per base model, before 429. */
+  engineMaxQueue: number;
+  /** Contexts (one per base model + adapter) kept loaded before the least recently used is freed. */
+  engineMaxContexts: number;
   /** Hosts SFT jobs may read https training data from. */
   artifactHttpsHosts: string[];
 }
@@ -32,6 +44,12 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "BASE_MODELS", default: "(empty)", meaning: "comma-separated extra base models" },
   { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
   { name: "BOOTSTRAP_ENTITY", default: "local", meaning: "entity of the key created on a first embedded start" },
+  { name: "PRIORITY_MODELS", default: "(empty)", meaning: "comma-separated base models scheduled by request priority" },
+  { name: "ENGINE_THREADS", default: "0", meaning: "llama.cpp threads (0 = one per core)" },
+  { name: "ENGINE_SEQUENCES", default: "8", meaning: "parallel sequences per context (continuous batching)" },
+  { name: "ENGINE_CONTEXT_SIZE", default: "2048", meaning: "tokens of context per sequence" },
+  { name: "ENGINE_MAX_QUEUE", default: "64", meaning: "requests waiting per base model before 429" },
+  { name: "ENGINE_MAX_CONTEXTS", default: "4", meaning: "loaded contexts (base model + adapter) before LRU eviction" },
   { name: "ARTIFACT_HTTPS_HOSTS", default: "(empty)", meaning: "comma-separated hosts SFT jobs may read https training data from" },
 ];
 
@@ -48,6 +66,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: intVar(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     bootstrapEntity: env.BOOTSTRAP_ENTITY || "local",
     artifactHttpsHosts: list(env.ARTIFACT_HTTPS_HOSTS),
+    priorityModels: list(env.PRIORITY_MODELS),
+    engineThreads: intVar(env, "ENGINE_THREADS", 0, 0, 256),
+    engineSequences: intVar(env, "ENGINE_SEQUENCES", 8, 1, 256),
+    engineContextSize: intVar(env, "ENGINE_CONTEXT_SIZE", 2048, 64, 1 << 20),
+    engineMaxQueue: intVar(env, "ENGINE_MAX_QUEUE", 64, 0, 100_000),
+    engineMaxContexts: intVar(env, "ENGINE_MAX_CONTEXTS", 4, 1, 64),
   };
 }
 

@@ -40,7 +40,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const keys = new ApiKeys(database.db);
   const db = database.db;
   const blobs = new Blobs(db);
-  const catalog = new BaseModelCatalog(config.baseModels);
+  const catalog = new BaseModelCatalog(config.baseModels, config.priorityModels);
   const runs = new Runs(db);
   const checkpoints = new Checkpoints(db, blobs);
   const registry = new ModelRegistry(db, catalog, runs, checkpoints);

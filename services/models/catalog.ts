@@ -1,15 +1,46 @@
 // The base-model catalog: what this deployment can serve and train. The same list answers
-// GET /v1/preview/base-models and decides which base_model a new model may use.
+// GET /v1/preview/base-models and decides which base_model a new model may use. Entries are the
+// built-in tiny models (written under DATA_DIR on first use) plus BASE_MODELS from the operator:
+// `name=source` or just `source`, where source is a local .gguf path or an `hf:` reference.
+import { basename } from "node:path";
+
 export const BUILT_IN_BASE_MODELS = ["tiny-chat"] as const;
 
+export interface BaseModelEntry {
+  name: string;
+  /** `builtin:<name>`, a file path, or an `hf:` reference. */
+  source: string;
+  /** Priority scheduling honours request `priority`; first-come-first-served refuses non-zero priorities. */
+  scheduling: "fcfs" | "priority";
+}
+
 export class BaseModelCatalog {
-  constructor(private readonly configured: readonly string[]) {}
+  private readonly entries: Map<string, BaseModelEntry>;
+
+  constructor(configured: readonly string[], priorityModels: readonly string[] = []) {
+    const entries: BaseModelEntry[] = BUILT_IN_BASE_MODELS.map((name) => ({ name, source: `builtin:${name}`, scheduling: "fcfs" }));
+    for (const item of configured) {
+      const [name, source] = item.includes("=") ? (item.split("=", 2) as [string, string]) : [defaultName(item), item];
+      entries.push({ name, source, scheduling: "fcfs" });
+    }
+    for (const entry of entries) if (priorityModels.includes(entry.name)) entry.scheduling = "priority";
+    this.entries = new Map(entries.map((e) => [e.name, e]));
+  }
 
   names(): string[] {
-    return [...new Set([...BUILT_IN_BASE_MODELS, ...this.configured])];
+    return [...this.entries.keys()];
   }
 
   has(name: string): boolean {
-    return this.names().includes(name);
+    return this.entries.has(name);
   }
+
+  get(name: string): BaseModelEntry | undefined {
+    return this.entries.get(name);
+  }
+}
+
+function defaultName(source: string): string {
+  if (source.startsWith("hf:")) return source.slice(3).replace(/\.gguf$/i, "");
+  return basename(source).replace(/\.gguf$/i, "");
 }

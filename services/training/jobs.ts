@@ -188,19 +188,23 @@ export class TrainingJobs {
     return true;
   }
 
+  /**
+   * Takes the model's lock for a job: insert it if none exists yet (a duplicate-key error means
+   * another worker got there first), else take it over if free, expired or already this job's.
+   * No upsert: FerretDB reports a duplicate from an update as a generic error, not 11000.
+   */
   private async lockModel(modelId: string, jobId: string, expires: Date): Promise<boolean> {
     try {
-      await this.locks.findOneAndUpdate(
-        { _id: modelId, $or: [{ holder: null }, { holder: jobId }, { expires_at: { $lt: new Date() } }] },
-        { $set: { holder: jobId, expires_at: expires } },
-        { upsert: true },
-      );
+      await this.locks.insertOne({ _id: modelId, holder: jobId, expires_at: expires });
       return true;
     } catch (error) {
-      // The filter did not match an existing lock: the upsert collides with it.
-      if (error instanceof MongoServerError && error.code === 11000) return false;
-      throw error;
+      if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
     }
+    const taken = await this.locks.updateOne(
+      { _id: modelId, $or: [{ holder: null }, { holder: jobId }, { expires_at: { $lt: new Date() } }] },
+      { $set: { holder: jobId, expires_at: expires } },
+    );
+    return taken.matchedCount === 1;
   }
 
   private async unlockModel(modelId: string, jobId: string): Promise<void> {

@@ -1,0 +1,85 @@
+// Messages between the gateway and the engine child process (structured-clone IPC). The engine
+// runs llama.cpp in its own process: a native abort there must not take the gateway down, and its
+// thread pool is sized for llama.cpp alone.
+import type { JsonObject } from "@bufbuild/protobuf";
+
+export interface EngineSettings {
+  threads: number;
+  sequences: number;
+  contextSize: number;
+  maxQueue: number;
+  maxContexts: number;
+  dataDir: string;
+}
+
+export interface BaseModelRef {
+  name: string;
+  source: string;
+  scheduling: "fcfs" | "priority";
+}
+
+export interface SamplingSettings {
+  temperature: number;
+  topP: number | null;
+  topK: number | null;
+  minP: number | null;
+  seed: number | null;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  repetitionPenalty: number | null;
+}
+
+export interface GenerateRequest {
+  id: string;
+  base: BaseModelRef;
+  adapterPath: string | null;
+  priority: number;
+  // Prompt construction (the engine owns the tokenizer and the model's chat template).
+  messages: JsonObject[];
+  tools: JsonObject[] | null;
+  documents: JsonObject[] | null;
+  chatTemplate: string | null;
+  chatTemplateKwargs: JsonObject;
+  addGenerationPrompt: boolean;
+  continueFinalMessage: boolean;
+  echo: boolean;
+  addSpecialTokens: boolean;
+  truncatePromptTokens: number | null;
+  // Generation.
+  n: number;
+  maxTokens: number | null;
+  minTokens: number;
+  sampling: SamplingSettings;
+  logitBias: Record<string, number>;
+  badWords: string[];
+  allowedTokenIds: number[] | null;
+  stop: string[];
+  stopTokenIds: number[];
+  includeStopStrInOutput: boolean;
+  ignoreEos: boolean;
+  skipSpecialTokens: boolean;
+  // Outputs.
+  logprobs: boolean;
+  topLogprobs: number;
+  promptLogprobs: number | null;
+  returnTokensAsTokenIds: boolean;
+}
+
+export interface TokenLogprobOut {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+export type PromptLogprobOut = Record<string, { logprob: number; rank: number; decoded_token: string }> | null;
+
+export type EngineToGateway =
+  | { type: "ready" }
+  | { type: "started"; id: string; promptTokenIds: number[]; promptLogprobs: PromptLogprobOut[] | null; echoText: string | null }
+  | { type: "delta"; id: string; choice: number; text: string; tokenIds: number[]; logprobs: TokenLogprobOut[] }
+  | { type: "finished"; id: string; choice: number; finishReason: "stop" | "length"; stopReason: number | string | null }
+  | { type: "done"; id: string; usage: { promptTokens: number; completionTokens: number; cachedTokens: number } }
+  | { type: "failed"; id: string; kind: "bad_request" | "overloaded" | "not_found" | "internal"; message: string };
+
+export type GatewayToEngine = { type: "generate"; request: GenerateRequest } | { type: "cancel"; id: string };
