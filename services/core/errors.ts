@@ -1,7 +1,8 @@
 // The one place where domain errors become protocol errors: every service throws ApiError (or a
 // helper below); the gateway turns it into a ConnectError (Connect and gRPC) and, for REST, into an
 // HTTP status and body (see ../gateway/rest/error-response.ts, which reads the ConnectError only).
-import { create, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { create, fromJson, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ValidationErrorSchema } from "../../gen/srl/v1/errors_pb.js";
 
@@ -80,10 +81,10 @@ export function toConnectError(error: unknown): ConnectError {
         desc: ValidationErrorSchema,
         value: create(ValidationErrorSchema, {
           detail: error.violations.map((v) => ({
-            loc: { values: v.loc.map((part) => jsonToValueInit(part)) },
+            loc: fromJson(ListValueSchema, v.loc),
             msg: v.msg,
             type: v.type,
-            ...(v.input !== undefined ? { input: jsonToValueInit(v.input) } : {}),
+            ...(v.input !== undefined ? { input: fromJson(ValueSchema, v.input) } : {}),
             ...(v.ctx !== undefined ? { ctx: v.ctx } : {}),
           })),
         }),
@@ -93,15 +94,4 @@ export function toConnectError(error: unknown): ConnectError {
     return new ConnectError(error.message, codeOfKind[error.kind], undefined, details, error);
   }
   return ConnectError.from(error, Code.Internal);
-}
-
-type ValueInit = { kind: { case: "nullValue"; value: 0 } | { case: "numberValue"; value: number } | { case: "stringValue"; value: string } | { case: "boolValue"; value: boolean } | { case: "structValue"; value: JsonObject } | { case: "listValue"; value: { values: ValueInit[] } } };
-
-function jsonToValueInit(value: JsonValue): ValueInit {
-  if (value === null) return { kind: { case: "nullValue", value: 0 } };
-  if (typeof value === "number") return { kind: { case: "numberValue", value } };
-  if (typeof value === "string") return { kind: { case: "stringValue", value } };
-  if (typeof value === "boolean") return { kind: { case: "boolValue", value } };
-  if (Array.isArray(value)) return { kind: { case: "listValue", value: { values: value.map(jsonToValueInit) } } };
-  return { kind: { case: "structValue", value } };
 }

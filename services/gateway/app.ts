@@ -7,6 +7,9 @@ import { startEmbeddedDatabase, type EmbeddedDatabase } from "../store/launcher.
 import { connectDatabase, ensureIndexes, publishDatabaseUri } from "../store/mongo.js";
 import { eventsHandlers } from "../events/handlers.js";
 import { inferenceHandlers } from "../inference/handlers.js";
+import { EngineClient } from "../inference/engine/client.js";
+import { ModelResolver } from "../inference/resolve-model.js";
+import { AdapterFiles } from "../inference/adapter-files.js";
 import { modelsHandlers } from "../models/handlers.js";
 import { trainingHandlers } from "../training/handlers.js";
 import { TrainingJobs } from "../training/jobs.js";
@@ -52,8 +55,21 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
   const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
 
+  const engine = new EngineClient(
+    {
+      threads: config.engineThreads,
+      sequences: config.engineSequences,
+      contextSize: config.engineContextSize,
+      maxQueue: config.engineMaxQueue,
+      maxContexts: config.engineMaxContexts,
+      dataDir: config.dataDir,
+    },
+    log.child({ component: "engine" }),
+  );
+  const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters: new AdapterFiles(config.dataDir, blobs) });
+
   const handlers = [
-    inferenceHandlers(),
+    inferenceHandlers({ engine, resolver }),
     modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs }),
     trainingHandlers({ db, jobs, events, registry, artifactHttpsHosts: config.artifactHttpsHosts }),
     eventsHandlers({ events, jobs }),
@@ -89,6 +105,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       await closing;
       clearTimeout(timer);
       shutdown.abort();
+      await engine.stop();
       await database.close();
       await unpublish();
       await embedded?.stop();

@@ -1,8 +1,40 @@
-// Inference service. Chat completions arrive with the engine issue; until then they answer
-// `unimplemented` after full request validation by the gateway.
-import { Inference } from "../../gen/srl/v1/inference_pb.js";
-import { defineHandlers } from "../gateway/pipeline.js";
+// Inference service: OpenAI-compatible chat completions on base models and on registered models'
+// checkpoints, unary and streamed.
+import { ChatCompletionRequestSchema, Inference, type ChatCompletionRequest } from "../../gen/srl/v1/inference_pb.js";
+import type { HandlerContext } from "@connectrpc/connect";
+import { principalOf } from "../gateway/auth/authenticate.js";
+import { defineHandlers, sentJson } from "../gateway/pipeline.js";
+import { badRequest } from "../core/errors.js";
+import type { EngineClient } from "./engine/client.js";
+import { buildCompletion, streamChunks, type CompletionOptions } from "./completion-builder.js";
+import { planGeneration } from "./request-plan.js";
+import type { ModelResolver } from "./resolve-model.js";
 
-export function inferenceHandlers() {
-  return defineHandlers(Inference, {});
+export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelResolver }) {
+  const start = async (request: ChatCompletionRequest, context: HandlerContext, streaming: boolean) => {
+    if (!request.model) throw badRequest("model is required");
+    const target = await deps.resolver.resolve(principalOf(context).entity, request.model);
+    const plan = planGeneration(request, sentJson(context, ChatCompletionRequestSchema, request), target, streaming);
+    const options: CompletionOptions = {
+      id: request.requestId,
+      model: request.model,
+      n: plan.n,
+      logprobs: plan.logprobs,
+      returnTokenIds: request.returnTokenIds ?? false,
+      includeUsage: request.streamOptions?.includeUsage ?? true,
+      continuousUsage: request.streamOptions?.continuousUsageStats ?? false,
+    };
+    return { events: deps.engine.generate(plan, context.signal), options };
+  };
+
+  return defineHandlers(Inference, {
+    async createChatCompletion(request, context) {
+      const { events, options } = await start(request, context, false);
+      return buildCompletion(events, options);
+    },
+    async *streamChatCompletion(request, context) {
+      const { events, options } = await start(request, context, true);
+      yield* streamChunks(events, options);
+    },
+  });
 }

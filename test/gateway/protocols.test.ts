@@ -59,21 +59,30 @@ describe("the same operation over every protocol", () => {
     expect(viaGrpc.message?.database?.success).toBe(true);
   });
 
-  it("an operation that is not built yet fails the same way everywhere", async () => {
-    const viaRest = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages: [{ role: "user", content: "hi" }] } });
-    const messages = [{ role: "user", content: { kind: { case: "stringValue" as const, value: "hi" } } }];
-    expect(viaRest.status).toBe(501);
-    const message = "srl.v1.Inference/CreateChatCompletion is not available in this version of the service yet";
-    expect(viaRest.body).toEqual({ error: { message, type: "NotImplementedError", param: null, code: 501 } });
+  it("a chat completion gives the same greedy tokens on every protocol", async () => {
+    const body = { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], temperature: 0, max_tokens: 6, ignore_eos: true, return_token_ids: true };
+    const viaRest = await rest("POST", "/v1/chat/completions", { key, body });
+    expect(viaRest.status).toBe(200);
+    const tokens = (viaRest.body as { choices: { token_ids: number[] }[] }).choices[0]?.token_ids;
+    expect(tokens?.length).toBe(6);
+    const request = {
+      model: "tiny-chat",
+      messages: [{ role: "user", content: { kind: { case: "stringValue" as const, value: "hi" } } }],
+      temperature: 0,
+      maxTokens: 6,
+      ignoreEos: true,
+      returnTokenIds: true,
+    };
     for (const flavor of flavors) {
-      const error = await connectClient(Inference, flavor, key)
-        .createChatCompletion({ model: "tiny-chat", messages })
-        .then(() => undefined, (e: unknown) => ConnectError.from(e));
-      expect(error?.code, flavor).toBe(Code.Unimplemented);
-      expect(error?.rawMessage).toBe(message);
+      const answer = await connectClient(Inference, flavor, key).createChatCompletion(request);
+      expect(answer.choices[0]?.tokenIds, flavor).toEqual(tokens);
     }
-    const viaGrpc = await grpcUnary(Inference.method.createChatCompletion, { model: "tiny-chat", messages }, key);
-    expect(viaGrpc.error?.code).toBe(12);
+    const viaGrpc = await grpcUnary(Inference.method.createChatCompletion, request, key);
+    expect(viaGrpc.message?.choices[0]?.tokenIds).toEqual(tokens);
+    // The streaming twin over Connect carries the same tokens.
+    const streamed: number[] = [];
+    for await (const chunk of connectClient(Inference, "connect-http2", key).streamChatCompletion(request)) streamed.push(...(chunk.choices[0]?.tokenIds ?? []));
+    expect(streamed).toEqual(tokens);
   });
 
   it("a domain error maps to the same status on every protocol", async () => {

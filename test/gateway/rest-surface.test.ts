@@ -39,10 +39,13 @@ describe("REST routing", () => {
   });
 
   it("routes stream: true to the streaming twin and answers its errors as JSON before any event", async () => {
-    const res = await rest("POST", "/v1/chat/completions", { key, body: { messages: [{ role: "user", content: "hi" }], stream: true } });
-    expect(res.status).toBe(501);
+    const res = await rest("POST", "/v1/chat/completions", { key, body: { model: "no-such-model", messages: [{ role: "user", content: "hi" }], stream: true } });
+    expect(res.status).toBe(404);
     expect(res.headers.get("content-type")).toBe("application/json");
-    expect(res.body).toMatchObject({ error: { message: expect.stringContaining("StreamChatCompletion"), code: 501 } });
+    expect(res.body).toEqual({ error: { message: "The model `no-such-model` does not exist.", type: "NotFoundError", param: null, code: 404 } });
+    const streamed = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], stream: true, max_tokens: 2 } });
+    expect(streamed.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(streamed.text.trimEnd().endsWith("data: [DONE]")).toBe(true);
   });
 
   it("accepts large bodies well beyond a few MB (RL batches)", async () => {

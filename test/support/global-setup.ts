@@ -25,7 +25,7 @@ export default async function setup(project: TestProject) {
     },
   });
   const mongoDb = "srl_test";
-  const server = await startServerProcess({ MONGODB_URI: database.uri, MONGODB_DB: mongoDb, DATA_DIR: dataDir, LOG_LEVEL: "info" });
+  const server = await startServerProcess({ MONGODB_URI: database.uri, MONGODB_DB: mongoDb, DATA_DIR: dataDir, LOG_LEVEL: "info", ENGINE_THREADS: "1" });
   project.provide("baseUrl", server.url);
   project.provide("mongoUri", database.uri);
   project.provide("mongoDb", mongoDb);

@@ -45,6 +45,8 @@ export interface GenerateRequest {
   echo: boolean;
   addSpecialTokens: boolean;
   truncatePromptTokens: number | null;
+  /** Prefix-cache partition: cached tokens are reused only between requests with the same salt. */
+  cacheSalt: string | null;
   // Generation.
   n: number;
   maxTokens: number | null;
@@ -80,6 +82,6 @@ export type EngineToGateway =
   | { type: "delta"; id: string; choice: number; text: string; tokenIds: number[]; logprobs: TokenLogprobOut[] }
   | { type: "finished"; id: string; choice: number; finishReason: "stop" | "length"; stopReason: number | string | null }
   | { type: "done"; id: string; usage: { promptTokens: number; completionTokens: number; cachedTokens: number } }
-  | { type: "failed"; id: string; kind: "bad_request" | "overloaded" | "not_found" | "internal"; message: string };
+  | { type: "failed"; id: string; kind: "bad_request" | "overloaded" | "not_found" | "unavailable" | "internal"; message: string };
 
 export type GatewayToEngine = { type: "generate"; request: GenerateRequest } | { type: "cancel"; id: string };

@@ -1,0 +1,149 @@
+// Engine events -> OpenAI/vLLM response objects: the whole ChatCompletion for unary calls, and the
+// chunks of a stream. Streams follow what clients rebuilding a completion rely on: the first chunk
+// holds every choice (role delta), every chunk lists the choices in the same positional order,
+// finish_reason arrives on each choice's last chunk, usage in a final chunk without choices.
+import { randomUUID } from "node:crypto";
+import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { ListValueSchema } from "@bufbuild/protobuf/wkt";
+import type { ChatCompletionChunkChoiceSchema, ChatCompletionChunkSchema, ChatCompletionSchema, ChoiceLogprobsSchema } from "../../gen/srl/v1/inference_pb.js";
+import type { EngineToGateway, TokenLogprobOut } from "./engine/protocol.js";
+
+type Event = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" }>;
+
+export interface CompletionOptions {
+  id: string | undefined;
+  model: string;
+  n: number;
+  logprobs: boolean;
+  returnTokenIds: boolean;
+  includeUsage: boolean;
+  continuousUsage: boolean;
+}
+
+export function completionId(requestId: string | undefined): string {
+  return requestId ?? `chatcmpl-${randomUUID().replace(/-/g, "")}`;
+}
+
+/** Collects a whole generation into one ChatCompletion. */
+export async function buildCompletion(events: AsyncIterable<Event>, options: CompletionOptions): Promise<MessageInitShape<typeof ChatCompletionSchema>> {
+  const choices = Array.from({ length: options.n }, () => ({ text: "", tokenIds: [] as number[], logprobs: [] as TokenLogprobOut[], finish: "stop", stop: null as number | string | null }));
+  let promptTokenIds: number[] = [];
+  let promptLogprobs: JsonValue[] | null = null;
+  let echo = "";
+  let usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
+  for await (const event of events) {
+    if (event.type === "started") {
+      promptTokenIds = event.promptTokenIds;
+      promptLogprobs = event.promptLogprobs as JsonValue[] | null;
+      echo = event.echoText ?? "";
+    } else if (event.type === "delta") {
+      const choice = choices[event.choice];
+      if (!choice) continue;
+      choice.text += event.text;
+      choice.tokenIds.push(...event.tokenIds);
+      choice.logprobs.push(...event.logprobs);
+    } else if (event.type === "finished") {
+      const choice = choices[event.choice];
+      if (choice) [choice.finish, choice.stop] = [event.finishReason, event.stopReason];
+    } else if (event.type === "done") usage = event.usage;
+  }
+  return {
+    id: completionId(options.id),
+    object: "chat.completion",
+    created: BigInt(Math.floor(Date.now() / 1000)),
+    model: options.model,
+    choices: choices.map((choice, index) => ({
+      index,
+      message: { role: "assistant", content: echo + choice.text, toolCalls: [], annotations: [] },
+      logprobs: options.logprobs ? logprobsMessage(choice.logprobs) : undefined,
+      finishReason: choice.finish,
+      stopReason: stopReasonValue(choice.stop),
+      tokenIds: options.returnTokenIds ? choice.tokenIds : [],
+    })),
+    usage: usageMessage(usage),
+    promptTokenIds: options.returnTokenIds ? promptTokenIds : [],
+    promptLogprobs: promptLogprobs ? fromJson(ListValueSchema, promptLogprobs) : undefined,
+  };
+}
+
+/** Turns engine events into stream chunks. */
+export async function* streamChunks(events: AsyncIterable<Event>, options: CompletionOptions): AsyncGenerator<MessageInitShape<typeof ChatCompletionChunkSchema>> {
+  const id = completionId(options.id);
+  const created = BigInt(Math.floor(Date.now() / 1000));
+  const completion = Array.from({ length: options.n }, () => 0);
+  let promptTokens = 0;
+  const chunk = (choices: MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[], extra: { promptTokenIds?: number[]; usage?: ReturnType<typeof usageMessage> } = {}): MessageInitShape<typeof ChatCompletionChunkSchema> => ({
+    id,
+    object: "chat.completion.chunk",
+    created,
+    model: options.model,
+    choices,
+    promptTokenIds: [],
+    ...(options.continuousUsage ? { usage: usageMessage({ promptTokens, completionTokens: sum(completion), cachedTokens: 0 }) } : {}),
+    ...extra,
+  });
+  // Every chunk lists all choices in index order; those without news carry an empty delta.
+  const allChoices = (update?: { index: number; choice: Partial<MessageInitShape<typeof ChatCompletionChunkChoiceSchema>> }) =>
+    Array.from({ length: options.n }, (_, index) => ({
+      index,
+      delta: { toolCalls: [] },
+      tokenIds: [],
+      ...(update?.index === index ? update.choice : {}),
+    })) as MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[];
+  for await (const event of events) {
+    if (event.type === "started") {
+      promptTokens = event.promptTokenIds.length;
+      const echo = event.echoText ?? "";
+      yield chunk(
+        Array.from({ length: options.n }, (_, index) => ({ index, delta: { role: "assistant", content: echo, toolCalls: [] }, tokenIds: [] })) as MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[],
+        options.returnTokenIds ? { promptTokenIds: event.promptTokenIds } : {},
+      );
+    } else if (event.type === "delta") {
+      completion[event.choice] = (completion[event.choice] ?? 0) + event.tokenIds.length;
+      yield chunk(
+        allChoices({
+          index: event.choice,
+          choice: {
+            delta: { content: event.text, toolCalls: [] },
+            logprobs: options.logprobs ? logprobsMessage(event.logprobs) : undefined,
+            tokenIds: options.returnTokenIds ? event.tokenIds : [],
+          },
+        }),
+      );
+    } else if (event.type === "finished") {
+      yield chunk(allChoices({ index: event.choice, choice: { finishReason: event.finishReason, stopReason: stopReasonValue(event.stopReason) } }));
+    } else if (event.type === "done" && options.includeUsage) {
+      yield chunk([], { usage: usageMessage(event.usage) });
+    }
+  }
+}
+
+function logprobsMessage(items: TokenLogprobOut[]): MessageInitShape<typeof ChoiceLogprobsSchema> {
+  return {
+    content: items.map((item) => ({
+      token: item.token,
+      logprob: item.logprob,
+      bytes: item.bytes,
+      topLogprobs: item.top_logprobs.map((top) => ({ token: top.token, logprob: top.logprob, bytes: top.bytes })),
+    })),
+    refusal: [],
+  };
+}
+
+function usageMessage(usage: { promptTokens: number; completionTokens: number; cachedTokens: number }) {
+  return {
+    promptTokens: usage.promptTokens,
+    completionTokens: usage.completionTokens,
+    totalTokens: usage.promptTokens + usage.completionTokens,
+    promptTokensDetails: { cachedTokens: usage.cachedTokens },
+  };
+}
+
+function stopReasonValue(reason: number | string | null) {
+  if (reason === null) return undefined;
+  return typeof reason === "number" ? { kind: { case: "numberValue" as const, value: reason } } : { kind: { case: "stringValue" as const, value: reason } };
+}
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}

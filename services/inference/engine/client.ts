@@ -1,0 +1,123 @@
+// The gateway's side of the engine: forks the engine child process, sends it requests and turns
+// its messages into a stream per request. If the child dies (a native abort in llama.cpp, say),
+// requests in flight fail with 503 and the next request starts a new child.
+import { fork, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { ApiError, badRequest, notFound, overloaded, unavailable } from "../../core/errors.js";
+import type { Logger } from "../../core/logger.js";
+import type { EngineSettings, EngineToGateway, GatewayToEngine, GenerateRequest } from "./protocol.js";
+
+type EngineEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" }>;
+
+interface Inflight {
+  push(event: EngineEvent): void;
+  fail(error: ApiError): void;
+}
+
+export class EngineClient {
+  private child: ChildProcess | undefined;
+  private ready: Promise<void> | undefined;
+  private readonly inflight = new Map<string, Inflight>();
+  private stopping = false;
+
+  constructor(
+    private readonly settings: EngineSettings,
+    private readonly log: Logger,
+  ) {}
+
+  /** The events of one generation, ending after `done`; errors are thrown as ApiError. */
+  async *generate(request: Omit<GenerateRequest, "id">, signal: AbortSignal): AsyncGenerator<EngineEvent> {
+    const id = randomUUID();
+    const buffer: EngineEvent[] = [];
+    let failure: ApiError | undefined;
+    let wake: (() => void) | undefined;
+    this.inflight.set(id, {
+      push: (event) => (buffer.push(event), wake?.()),
+      fail: (error) => ((failure = error), wake?.()),
+    });
+    const onAbort = () => this.send({ type: "cancel", id });
+    signal.addEventListener("abort", onAbort);
+    try {
+      await this.start();
+      this.send({ type: "generate", request: { ...request, id } });
+      for (;;) {
+        while (buffer.length > 0) {
+          const event = buffer.shift() as EngineEvent;
+          yield event;
+          if (event.type === "done") return;
+        }
+        if (failure) throw failure;
+        if (signal.aborted) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      if (!signal.aborted && this.inflight.has(id) && !buffer.some((e) => e.type === "done")) this.send({ type: "cancel", id });
+      this.inflight.delete(id);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.disconnect?.();
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  private start(): Promise<void> {
+    if (this.ready) return this.ready;
+    const entry = fileURLToPath(new URL("./llama/process.ts", import.meta.url));
+    const child = fork(entry, [], {
+      execArgv: ["--import", "tsx"],
+      env: { ...process.env, UV_THREADPOOL_SIZE: "1", SRL_ENGINE_SETTINGS: JSON.stringify(this.settings) },
+      serialization: "advanced",
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    this.child = child;
+    this.ready = new Promise<void>((resolve, reject) => {
+      child.once("error", reject);
+      child.on("message", (message: EngineToGateway) => {
+        if (message.type === "ready") return resolve();
+        const request = this.inflight.get(message.id);
+        if (!request) return;
+        if (message.type === "failed") request.fail(engineError(message.kind, message.message));
+        else request.push(message);
+      });
+      child.once("exit", (code, signal) => {
+        this.child = undefined;
+        this.ready = undefined;
+        reject(unavailable("the inference engine did not start"));
+        if (this.stopping) return;
+        this.log.error("inference engine exited", { code, signal, inflight: this.inflight.size });
+        for (const request of this.inflight.values()) request.fail(unavailable("the inference engine stopped unexpectedly; retry the request"));
+      });
+    });
+    this.log.info("inference engine starting", { pid: child.pid, threads: this.settings.threads || "per core" });
+    return this.ready;
+  }
+
+  private send(message: GatewayToEngine): void {
+    if (this.child?.connected) this.child.send(message);
+  }
+}
+
+function engineError(kind: "bad_request" | "overloaded" | "not_found" | "unavailable" | "internal", message: string): ApiError {
+  switch (kind) {
+    case "bad_request":
+      return badRequest(message);
+    case "overloaded":
+      return overloaded(message);
+    case "not_found":
+      return notFound(message);
+    case "unavailable":
+      return unavailable(message);
+    default:
+      return new ApiError("internal", message);
+  }
+}

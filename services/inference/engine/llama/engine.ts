@@ -1,0 +1,148 @@
+// The engine inside its child process: loads base models once, admits requests into free
+// sequences per base model (first come first served, or by priority where the model is set up for
+// it), refuses past the queue limit, and runs the n choices of a request in parallel sequences so
+// llama.cpp batches them with everything else in flight.
+import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
+import type { EngineSettings, EngineToGateway, GenerateRequest } from "../protocol.js";
+import { ContextPools, type PooledSequence } from "./context-pool.js";
+import { EngineRequestError } from "./errors.js";
+import { generateChoice, promptLogprobs } from "./generate.js";
+import { modelPath } from "./model-source.js";
+import { buildPrompt } from "./prompt.js";
+import { SamplingPlan } from "./sampling.js";
+
+type Emit = (message: EngineToGateway) => void;
+
+interface Waiter {
+  request: GenerateRequest;
+  arrival: number;
+  admit: () => Promise<boolean>;
+}
+
+export class LlamaEngine {
+  private llama: Promise<Llama> | undefined;
+  private readonly models = new Map<string, Promise<LlamaModel>>();
+  private readonly pools: ContextPools;
+  private readonly queues = new Map<string, Waiter[]>();
+  private arrivals = 0;
+
+  constructor(private readonly settings: EngineSettings) {
+    this.pools = new ContextPools(settings);
+  }
+
+  async generate(request: GenerateRequest, signal: AbortSignal, emit: Emit): Promise<void> {
+    if (request.n > this.settings.sequences) {
+      throw new EngineRequestError("bad_request", `n=${request.n} is more than this deployment runs in parallel (ENGINE_SEQUENCES=${this.settings.sequences})`);
+    }
+    if (request.priority !== 0 && request.base.scheduling !== "priority") {
+      throw new EngineRequestError("bad_request", `priority=${request.priority}: model ${request.base.name} is not served with priority scheduling, so priority must be 0`);
+    }
+    const model = await this.model(request.base.name, request.base.source);
+    const prompt = buildPrompt(model, request, this.settings.contextSize);
+    const lease = await this.admit(request, model, prompt.tokens, signal);
+    try {
+      const logprobsOfPrompt = request.promptLogprobs !== null ? await promptLogprobs(model, lease.sequences[0]!.sequence, prompt.tokens, request.promptLogprobs) : null;
+      const cached = request.promptLogprobs !== null ? prompt.tokens.length - 1 : Math.min(...lease.cached);
+      emit({ type: "started", id: request.id, promptTokenIds: prompt.tokens, promptLogprobs: logprobsOfPrompt, echoText: prompt.echoText });
+      const maxTokens = Math.min(request.maxTokens ?? Number.MAX_SAFE_INTEGER, this.settings.contextSize - prompt.tokens.length);
+      let completionTokens = 0;
+      const sampling = new SamplingPlan(model, request);
+      await Promise.all(
+        lease.sequences.map((pooled, choice) =>
+          generateChoice({
+            model,
+            sequence: pooled.sequence,
+            request,
+            sampling,
+            promptTokens: prompt.tokens,
+            cachedTokens: request.promptLogprobs !== null && choice === 0 ? prompt.tokens.length - 1 : (lease.cached[choice] ?? 0),
+            choice,
+            maxTokens,
+            signal,
+            events: {
+              delta: (text, tokenIds, logprobs) => emit({ type: "delta", id: request.id, choice, text, tokenIds, logprobs }),
+              finished: (finishReason, stopReason, count) => {
+                completionTokens += count;
+                emit({ type: "finished", id: request.id, choice, finishReason, stopReason });
+              },
+            },
+          }),
+        ),
+      );
+      emit({ type: "done", id: request.id, usage: { promptTokens: prompt.tokens.length, completionTokens, cachedTokens: cached } });
+    } finally {
+      this.pools.release(request.base.name, request.adapterPath, lease.sequences);
+      this.pump(request.base.name);
+    }
+  }
+
+  private admit(request: GenerateRequest, model: LlamaModel, prompt: Token[], signal: AbortSignal): Promise<{ sequences: PooledSequence[]; cached: number[] }> {
+    const queue = this.queues.get(request.base.name) ?? [];
+    this.queues.set(request.base.name, queue);
+    if (queue.length >= this.settings.maxQueue) {
+      return Promise.reject(new EngineRequestError("overloaded", `model ${request.base.name} has ${queue.length} requests waiting; retry shortly`));
+    }
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        request,
+        arrival: this.arrivals++,
+        admit: async () => {
+          const taken = await this.pools.take(model, request.base.name, request.adapterPath, request.n, request.cacheSalt, prompt);
+          if (!taken) return false;
+          resolve(taken);
+          return true;
+        },
+      };
+      signal.addEventListener("abort", () => {
+        const index = queue.indexOf(waiter);
+        if (index >= 0) {
+          queue.splice(index, 1);
+          reject(new EngineRequestError("internal", "cancelled"));
+        }
+      });
+      queue.push(waiter);
+      this.pump(request.base.name);
+    });
+  }
+
+  private readonly pumping = new Set<string>();
+  private readonly pumpAgain = new Set<string>();
+
+  /** Admits waiting requests in order while sequences are free; a call during a pass runs another pass. */
+  private pump(baseName: string): void {
+    if (this.pumping.has(baseName)) {
+      this.pumpAgain.add(baseName);
+      return;
+    }
+    this.pumping.add(baseName);
+    void (async () => {
+      try {
+        do {
+          this.pumpAgain.delete(baseName);
+          const queue = this.queues.get(baseName) ?? [];
+          queue.sort((a, b) => a.request.priority - b.request.priority || a.arrival - b.arrival);
+          while (queue.length > 0) {
+            const head = queue[0] as Waiter;
+            if (!(await head.admit())) break;
+            queue.shift();
+          }
+        } while (this.pumpAgain.has(baseName));
+      } finally {
+        this.pumping.delete(baseName);
+      }
+    })();
+  }
+
+  private async model(name: string, source: string): Promise<LlamaModel> {
+    let model = this.models.get(name);
+    if (!model) {
+      model = (async () => {
+        const llama = await (this.llama ??= getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error }));
+        return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir) });
+      })();
+      this.models.set(name, model);
+      model.catch(() => this.models.delete(name));
+    }
+    return model;
+  }
+}

@@ -1,0 +1,130 @@
+// One choice on one context sequence, token by token through controlledEvaluate, so every step can
+// report its token's log-probability and top alternatives (from the raw logits and the total logit
+// weight) and apply per-step sampling options.
+import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import type { GenerateRequest, PromptLogprobOut, TokenLogprobOut } from "../protocol.js";
+import type { SamplingPlan } from "./sampling.js";
+import { TextStream } from "./text-stream.js";
+
+export interface ChoiceEvents {
+  delta(text: string, tokenIds: number[], logprobs: TokenLogprobOut[]): void;
+  finished(finishReason: "stop" | "length", stopReason: number | string | null, completionTokens: number): void;
+}
+
+type NextOutput = { token?: Token | null; logits?: Map<Token, number>; totalLogitWeight?: number };
+
+export async function generateChoice(options: {
+  model: LlamaModel;
+  sequence: LlamaContextSequence;
+  request: GenerateRequest;
+  sampling: SamplingPlan;
+  promptTokens: Token[];
+  /** Prompt tokens already in the sequence's cache (reused, not evaluated again). */
+  cachedTokens: number;
+  choice: number;
+  maxTokens: number;
+  signal: AbortSignal;
+  events: ChoiceEvents;
+}): Promise<void> {
+  const { model, sequence, request, sampling, promptTokens, choice, signal, events } = options;
+  const detokenize = (tokens: Token[]) => model.detokenize(tokens, !request.skipSpecialTokens);
+  const wantTop = request.logprobs ? Math.max(1, request.topLogprobs) : 0;
+  const stream = new TextStream(request.stop, request.includeStopStrInOutput);
+  const generated: Token[] = [];
+
+  const nextStep = (): { generateNext: object } => ({
+    generateNext: {
+      token: true,
+      ...(wantTop > 0 ? { logits: { filter: { tokens: [], includeTop: wantTop, includeSelected: true } }, totalLogitWeight: true } : {}),
+      options: sampling.stepOptions(generated, promptTokens, choice),
+    },
+  });
+
+  // The prompt (minus what the cache already holds), its last token asking for the first output token.
+  const pending = promptTokens.slice(options.cachedTokens);
+  const input = pending.map((token, index) => (index === pending.length - 1 ? ([token, nextStep()] as const) : token));
+  let outputs = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
+  let next = outputs[outputs.length - 1]?.next as NextOutput | undefined;
+
+  let held: { tokenIds: number[]; logprobs: TokenLogprobOut[] } = { tokenIds: [], logprobs: [] };
+  while (!signal.aborted) {
+    const token = next?.token;
+    if (token === undefined || token === null) throw new Error("the engine produced no token");
+    const isEnd = model.isEogToken(token) && !request.ignoreEos;
+    const stopId = request.stopTokenIds.includes(token) ? token : null;
+    if (isEnd || stopId !== null) {
+      emit(stream.flush(detokenize(generated)));
+      events.finished("stop", stopId ?? (isEnd ? token : null), generated.length);
+      return;
+    }
+    generated.push(token);
+    held.tokenIds.push(token);
+    if (wantTop > 0) held.logprobs.push(tokenLogprob(model, token, next as NextOutput, request));
+    const { delta, stop } = stream.push(detokenize(generated));
+    if (stop !== null) {
+      emit(delta);
+      events.finished("stop", stop, generated.length);
+      return;
+    }
+    if (delta) emit(delta);
+    if (generated.length >= options.maxTokens || sequence.nextTokenIndex >= sequence.contextSize - 1) {
+      emit(stream.flush(detokenize(generated)));
+      events.finished("length", null, generated.length);
+      return;
+    }
+    outputs = await sequence.controlledEvaluate([[token, nextStep()] as Parameters<LlamaContextSequence["controlledEvaluate"]>[0][number]]);
+    next = outputs[0]?.next as NextOutput | undefined;
+  }
+
+  function emit(text: string) {
+    if (!text && held.tokenIds.length === 0) return;
+    events.delta(text, held.tokenIds, held.logprobs);
+    held = { tokenIds: [], logprobs: [] };
+  }
+}
+
+/** log p(token) = logit - max - log(sum exp(logit - max)), from the raw logits of this step. */
+function tokenLogprob(model: LlamaModel, token: Token, next: NextOutput, request: GenerateRequest): TokenLogprobOut {
+  const logits = next.logits ?? new Map<Token, number>();
+  const max = Math.max(...logits.values());
+  const logTotal = Math.log(next.totalLogitWeight ?? 1);
+  const entry = (t: Token, logit: number) => {
+    const text = model.detokenize([t], true);
+    return { token: request.returnTokensAsTokenIds ? `token_id:${t}` : text, logprob: logit - max - logTotal, bytes: [...Buffer.from(text, "utf8")] };
+  };
+  const selected = entry(token, logits.get(token) ?? max);
+  const top = [...logits.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, request.topLogprobs)
+    .map(([t, logit]) => entry(t, logit));
+  return { ...selected, top_logprobs: top };
+}
+
+/** vLLM's prompt_logprobs: null for the first token, then each token's log-probability (plus the top k). */
+export async function promptLogprobs(model: LlamaModel, sequence: LlamaContextSequence, tokens: Token[], top: number): Promise<PromptLogprobOut[]> {
+  await sequence.clearHistory();
+  const input = tokens.map((token, index) =>
+    index < tokens.length - 1
+      ? ([token, { generateNext: { logits: { filter: { tokens: [tokens[index + 1] as Token], includeTop: Math.max(1, top) } }, totalLogitWeight: true } }] as const)
+      : token,
+  );
+  const outputs = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
+  const result: PromptLogprobOut[] = [null];
+  for (let index = 0; index < tokens.length - 1; index++) {
+    const next = outputs[index]?.next as NextOutput | undefined;
+    const logits = next?.logits ?? new Map<Token, number>();
+    const max = Math.max(...logits.values());
+    const logTotal = Math.log(next?.totalLogitWeight ?? 1);
+    const ranked = [...logits.entries()].sort((a, b) => b[1] - a[1]);
+    const actual = tokens[index + 1] as Token;
+    const out: Record<string, { logprob: number; rank: number; decoded_token: string }> = {};
+    const add = (token: Token, logit: number, rank: number) => {
+      out[String(token)] = { logprob: logit - max - logTotal, rank, decoded_token: model.detokenize([token], true) };
+    };
+    const actualRank = ranked.findIndex(([t]) => t === actual);
+    add(actual, logits.get(actual) ?? max, actualRank >= 0 ? actualRank + 1 : ranked.length + 1);
+    ranked.slice(0, top).forEach(([token, logit], rank) => add(token, logit, rank + 1));
+    result.push(out);
+  }
+  return result;
+}

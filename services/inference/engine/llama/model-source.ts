@@ -1,0 +1,27 @@
+// Where a base model's GGUF comes from: a built-in tiny model (written under DATA_DIR on first
+// use), a local path, or an `hf:` reference resolved by node-llama-cpp (downloads into
+// DATA_DIR/models; with no network it fails with a clear message instead of hanging).
+import { join } from "node:path";
+import { access } from "node:fs/promises";
+import { resolveModelFile } from "node-llama-cpp";
+import { ensureBuiltInModel } from "../../../weights/tiny-model.js";
+import { EngineRequestError } from "./errors.js";
+
+const HUB_TIMEOUT_MS = 60_000;
+
+export async function modelPath(source: string, dataDir: string): Promise<string> {
+  if (source.startsWith("builtin:")) return ensureBuiltInModel(source.slice("builtin:".length) as "tiny-chat", dataDir);
+  if (source.startsWith("hf:")) {
+    try {
+      return await resolveModelFile(source, { directory: join(dataDir, "models"), cli: false, signal: AbortSignal.timeout(HUB_TIMEOUT_MS) });
+    } catch (error) {
+      throw new EngineRequestError("unavailable", `could not fetch ${source} from the model hub (${error instanceof Error ? error.message : String(error)}); download the .gguf and configure its path instead`);
+    }
+  }
+  try {
+    await access(source);
+  } catch {
+    throw new EngineRequestError("unavailable", `base model file ${source} does not exist`);
+  }
+  return source;
+}

@@ -1,0 +1,35 @@
+// Entry of the engine child process (forked by engine/client.ts with an IPC channel). Runs with
+// UV_THREADPOOL_SIZE=1: llama.cpp decodes on libuv pool threads and each brings its own OpenMP
+// team, so a larger pool oversubscribes the cores (measured 3.5x slower generation).
+import { cpus } from "node:os";
+import type { EngineSettings, EngineToGateway, GatewayToEngine } from "../protocol.js";
+import { LlamaEngine } from "./engine.js";
+import { EngineRequestError } from "./errors.js";
+
+const settings = JSON.parse(process.env.SRL_ENGINE_SETTINGS ?? "{}") as EngineSettings;
+if (!settings.threads) settings.threads = cpus().length;
+const engine = new LlamaEngine(settings);
+const running = new Map<string, AbortController>();
+
+const send = (message: EngineToGateway) => process.send?.(message);
+
+process.on("message", (message: GatewayToEngine) => {
+  if (message.type === "cancel") {
+    running.get(message.id)?.abort();
+    return;
+  }
+  const { request } = message;
+  const abort = new AbortController();
+  running.set(request.id, abort);
+  engine
+    .generate(request, abort.signal, send)
+    .catch((error: unknown) => {
+      const kind = error instanceof EngineRequestError ? error.kind : "internal";
+      send({ type: "failed", id: request.id, kind, message: error instanceof Error ? error.message : String(error) });
+    })
+    .finally(() => running.delete(request.id));
+});
+
+// The gateway went away: nothing left to serve.
+process.on("disconnect", () => process.exit(0));
+send({ type: "ready" });

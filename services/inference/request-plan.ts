@@ -1,0 +1,114 @@
+// A validated chat completion request -> what the engine runs. Options this engine cannot honour
+// are refused with a 400 naming the field; only true no-ops (user, length_penalty without beam
+// search, reasoning switches of a model without reasoning) pass silently.
+import { toJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { ChatCompletionRequest } from "../../gen/srl/v1/inference_pb.js";
+import { badRequest } from "../core/errors.js";
+import type { GenerateRequest } from "./engine/protocol.js";
+import type { ServeTarget } from "./resolve-model.js";
+
+export function planGeneration(request: ChatCompletionRequest, sent: JsonObject, target: ServeTarget, streaming: boolean): Omit<GenerateRequest, "id"> {
+  refuseUnsupported(request, streaming);
+  const addGenerationPrompt = request.addGenerationPrompt ?? true;
+  const continueFinalMessage = request.continueFinalMessage ?? false;
+  if (continueFinalMessage && addGenerationPrompt) {
+    throw badRequest("continue_final_message and add_generation_prompt cannot both be true; set add_generation_prompt: false to continue the final message");
+  }
+  if (request.messages.length === 0) throw badRequest("messages must not be empty");
+  if ((request.topLogprobs ?? 0) > 0 && !request.logprobs) throw badRequest("top_logprobs needs logprobs: true");
+  if ((request.topLogprobs ?? 0) > 20) throw badRequest("top_logprobs must be at most 20");
+  const maxTokens = request.maxCompletionTokens ?? request.maxTokens ?? null;
+  if (maxTokens !== null && maxTokens < (request.minTokens ?? 0)) throw badRequest("min_tokens must not exceed max_completion_tokens");
+  const temperature = request.temperature ?? 1;
+  if (temperature < 0) throw badRequest("temperature must be >= 0");
+  const topP = request.topP ?? null;
+  if (topP !== null && (topP <= 0 || topP > 1)) throw badRequest("top_p must be in (0, 1]");
+  return {
+    base: { name: target.base.name, source: target.base.source, scheduling: target.base.scheduling },
+    adapterPath: target.adapterPath,
+    priority: request.priority ?? 0,
+    messages: ((sent.messages ?? []) as JsonObject[]).map(flattenTextParts),
+    tools: request.tools.length > 0 ? ((sent.tools ?? []) as JsonObject[]) : null,
+    documents: request.documents.length > 0 ? request.documents : null,
+    chatTemplate: request.chatTemplate ?? null,
+    chatTemplateKwargs: request.chatTemplateKwargs ?? {},
+    addGenerationPrompt,
+    continueFinalMessage,
+    echo: request.echo ?? false,
+    addSpecialTokens: request.addSpecialTokens ?? false,
+    truncatePromptTokens: request.truncatePromptTokens === undefined ? null : Number(request.truncatePromptTokens),
+    cacheSalt: request.cacheSalt ?? null,
+    n: request.n ?? 1,
+    maxTokens,
+    minTokens: request.minTokens ?? 0,
+    sampling: {
+      temperature,
+      topP,
+      topK: request.topK ?? null,
+      minP: request.minP ?? null,
+      // llama.cpp takes a 32-bit seed; the request's 64-bit seed is folded into it.
+      seed: request.seed === undefined ? null : Number(BigInt.asUintN(32, request.seed ^ (request.seed >> 32n))),
+      frequencyPenalty: request.frequencyPenalty ?? 0,
+      presencePenalty: request.presencePenalty ?? 0,
+      repetitionPenalty: request.repetitionPenalty ?? null,
+    },
+    logitBias: logitBias(request.logitBias),
+    badWords: request.badWords,
+    allowedTokenIds: request.allowedTokenIds.length > 0 ? request.allowedTokenIds : null,
+    stop: request.stop,
+    stopTokenIds: request.stopTokenIds,
+    includeStopStrInOutput: request.includeStopStrInOutput ?? false,
+    ignoreEos: request.ignoreEos ?? false,
+    skipSpecialTokens: request.skipSpecialTokens ?? true,
+    logprobs: request.logprobs ?? false,
+    topLogprobs: request.topLogprobs ?? 0,
+    promptLogprobs: request.promptLogprobs ?? null,
+    returnTokensAsTokenIds: request.returnTokensAsTokenIds ?? false,
+  };
+}
+
+function refuseUnsupported(request: ChatCompletionRequest, streaming: boolean): void {
+  const refuse = (field: string, why: string) => {
+    throw badRequest(`${field}: ${why}`);
+  };
+  if (request.useBeamSearch) refuse("use_beam_search", "beam search is not supported by this engine");
+  if (request.kvTransferParams && Object.keys(request.kvTransferParams).length > 0) refuse("kv_transfer_params", "disaggregated serving is not available here");
+  if (request.mmProcessorKwargs && Object.keys(request.mmProcessorKwargs).length > 0) refuse("mm_processor_kwargs", "the served models take text only");
+  for (const [field, value] of [["engine_xargs", request.engineXargs], ["vllm_xargs", request.vllmXargs]] as const) {
+    if (value && Object.keys(value).length > 0) refuse(field, "this engine has no custom extensions");
+  }
+  if (request.repetitionDetection) refuse("repetition_detection", "not supported by this engine yet");
+  if (request.responseFormat && request.responseFormat.type !== "text") refuse("response_format", `type "${request.responseFormat.type}" (structured output) is not supported by this engine yet`);
+  if (request.structuredOutputs) refuse("structured_outputs", "structured output is not supported by this engine yet");
+  const toolChoice = request.toolChoice ? toJson(ValueSchema, request.toolChoice) : "none";
+  if (toolChoice !== "none" && toolChoice !== null) refuse("tool_choice", `${JSON.stringify(toolChoice)}: tool calling is not supported by this engine yet (tools can be shown to the template with tool_choice "none")`);
+  if (request.streamOptions && !streaming) refuse("stream_options", "only allowed with stream: true");
+  if (streaming && request.promptLogprobs !== undefined) refuse("prompt_logprobs", "not available with stream: true");
+  for (const part of request.messages.flatMap((m) => contentParts(m.content ? toJson(ValueSchema, m.content) : null))) {
+    if (part !== "text") refuse("messages", `content parts of type "${part}" are not supported (text only)`);
+  }
+}
+
+function contentParts(content: JsonValue): string[] {
+  if (!Array.isArray(content)) return [];
+  return content.map((part) => (typeof part === "object" && part !== null && !Array.isArray(part) && typeof part.type === "string" ? part.type : "unknown"));
+}
+
+function logitBias(bias: { [key: string]: number }): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [token, value] of Object.entries(bias)) {
+    if (!/^\d+$/.test(token)) throw badRequest(`logit_bias: keys are token ids, got "${token}"`);
+    if (value < -100 || value > 100) throw badRequest(`logit_bias: values must be between -100 and 100, got ${value} for token ${token}`);
+    out[token] = value;
+  }
+  return out;
+}
+
+/** Text-only content parts become one string (joined by newlines, as vLLM does), which every template understands. */
+function flattenTextParts(message: JsonObject): JsonObject {
+  const content = message.content;
+  if (!Array.isArray(content)) return message;
+  const texts = content.map((part) => (typeof part === "object" && part !== null && !Array.isArray(part) && typeof part.text === "string" ? part.text : ""));
+  return { ...message, content: texts.join("\n") };
+}

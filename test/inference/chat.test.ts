@@ -1,0 +1,151 @@
+// Chat completions through the openai SDK against the real server on the generated tiny model.
+import { join } from "node:path";
+import OpenAI from "openai";
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import { getLlama, type Token } from "node-llama-cpp";
+import { rest } from "../support/clients.js";
+import { createKey, uniqueEntity } from "../support/keys.js";
+
+let client: OpenAI;
+let key = "";
+const messages = [{ role: "user" as const, content: "Write a short poem about the sea." }];
+
+beforeAll(async () => {
+  key = await createKey(uniqueEntity("chat"));
+  client = new OpenAI({ baseURL: `${inject("baseUrl")}/v1`, apiKey: key, maxRetries: 0 });
+});
+
+type Extra = Record<string, unknown>;
+const create = (body: Extra) =>
+  client.chat.completions.create({ model: "tiny-chat", messages, ...body } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming) as Promise<
+    OpenAI.ChatCompletion & { prompt_token_ids?: number[]; prompt_logprobs?: unknown[]; choices: (OpenAI.ChatCompletion.Choice & { token_ids?: number[]; stop_reason?: unknown })[] }
+  >;
+
+describe("chat completions on tiny-chat", () => {
+  it("is deterministic under greedy decoding and agrees between unary and streamed for a fixed seed", async () => {
+    const greedy = await create({ temperature: 0, max_tokens: 16, ignore_eos: true, return_token_ids: true });
+    const again = await create({ temperature: 0, max_tokens: 16, ignore_eos: true, return_token_ids: true });
+    expect(again.choices[0]?.token_ids).toEqual(greedy.choices[0]?.token_ids);
+    expect(greedy.choices[0]?.token_ids?.length).toBe(16);
+    expect(greedy.choices[0]?.finish_reason).toBe("length");
+    expect(greedy.usage).toMatchObject({ completion_tokens: 16, prompt_tokens: greedy.prompt_token_ids?.length });
+
+    const seeded = await create({ temperature: 1, seed: 1234, max_tokens: 24, ignore_eos: true, return_token_ids: true });
+    const stream = await client.chat.completions.create({
+      model: "tiny-chat",
+      messages,
+      temperature: 1,
+      seed: 1234,
+      max_tokens: 24,
+      stream: true,
+      stream_options: { include_usage: true },
+      ...({ ignore_eos: true, return_token_ids: true } as Extra),
+    });
+    let text = "";
+    const tokenIds: number[] = [];
+    let usage: OpenAI.CompletionUsage | undefined | null;
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      const choice = chunk.choices[0] as (OpenAI.ChatCompletionChunk.Choice & { token_ids?: number[] }) | undefined;
+      text += choice?.delta.content ?? "";
+      tokenIds.push(...(choice?.token_ids ?? []));
+      finish = choice?.finish_reason ?? finish;
+      usage = chunk.usage ?? usage;
+    }
+    expect(tokenIds).toEqual(seeded.choices[0]?.token_ids);
+    expect(text).toBe(seeded.choices[0]?.message.content);
+    expect(finish).toBe("length");
+    expect(usage?.completion_tokens).toBe(24);
+  });
+
+  it("reports log-probabilities equal to the log-softmax of the model's logits", async () => {
+    const result = await create({ temperature: 0, max_tokens: 6, ignore_eos: true, logprobs: true, top_logprobs: 3, return_token_ids: true });
+    const choice = result.choices[0];
+    const content = choice?.logprobs?.content ?? [];
+    expect(content.length).toBe(6);
+    // Independently: the same model file, evaluated here, full logits, log-softmax by hand.
+    const llama = await getLlama({ gpu: false, build: "never", progressLogs: false });
+    const model = await llama.loadModel({ modelPath: join(inject("dataDir"), "models", "tiny-chat.gguf") });
+    const context = await model.createContext({ threads: 1, contextSize: 512, sequences: 1 });
+    const sequence = context.getSequence();
+    const prompt = (result.prompt_token_ids ?? []) as Token[];
+    const generated = (choice?.token_ids ?? []) as Token[];
+    const all = [...prompt, ...generated];
+    const outputs = await sequence.controlledEvaluate(
+      all.map((token, index) => (index >= prompt.length - 1 && index < all.length - 1 ? [token, { generateNext: { logits: true } }] : token)) as Parameters<typeof sequence.controlledEvaluate>[0],
+    );
+    for (let step = 0; step < generated.length; step++) {
+      const logits = outputs[prompt.length - 1 + step]?.next.logits as Map<Token, number>;
+      const values = [...logits.values()];
+      const max = Math.max(...values);
+      const logSum = Math.log(values.reduce((sum, v) => sum + Math.exp(v - max), 0)) + max;
+      const expected = (logits.get(generated[step] as Token) as number) - logSum;
+      // Batched and single evaluation differ in the last float32 digits.
+      expect(content[step]?.logprob).toBeCloseTo(expected, 3);
+      expect(content[step]?.top_logprobs.length).toBe(3);
+      // Greedy: the chosen token is the most likely one.
+      expect(content[step]?.top_logprobs[0]?.logprob).toBeCloseTo(content[step]?.logprob as number, 6);
+    }
+    await context.dispose();
+    await model.dispose();
+  });
+
+  it("returns prompt_logprobs with a null first entry", async () => {
+    const result = await create({ temperature: 0, max_tokens: 2, prompt_logprobs: 1, return_token_ids: true });
+    const prompt = result.prompt_logprobs as (Record<string, { logprob: number; rank: number }> | null)[];
+    expect(prompt.length).toBe(result.prompt_token_ids?.length);
+    expect(prompt[0]).toBeNull();
+    const second = prompt[1] as Record<string, { logprob: number; rank: number }>;
+    expect(second[String(result.prompt_token_ids?.[1])]?.logprob).toBeLessThanOrEqual(0);
+  });
+
+  it("gives n choices", async () => {
+    const result = await create({ temperature: 1, seed: 7, n: 3, max_tokens: 8, ignore_eos: true });
+    expect(result.choices.map((c) => c.index)).toEqual([0, 1, 2]);
+    expect(new Set(result.choices.map((c) => c.message.content)).size).toBeGreaterThan(1);
+  });
+
+  it("stops at stop strings and stop token ids", async () => {
+    const free = await create({ temperature: 0, max_tokens: 24, ignore_eos: true, return_token_ids: true });
+    const text = free.choices[0]?.message.content ?? "";
+    const ids = free.choices[0]?.token_ids ?? [];
+    const stop = text.slice(6, 9);
+    const stopped = await create({ temperature: 0, max_tokens: 24, ignore_eos: true, stop: [stop] });
+    expect(stopped.choices[0]?.message.content).toBe(text.slice(0, text.indexOf(stop)));
+    expect(stopped.choices[0]?.finish_reason).toBe("stop");
+    expect(stopped.choices[0]?.stop_reason).toBe(stop);
+    const kept = await create({ temperature: 0, max_tokens: 24, ignore_eos: true, stop: stop, include_stop_str_in_output: true });
+    expect(kept.choices[0]?.message.content).toBe(text.slice(0, text.indexOf(stop) + stop.length));
+
+    const stopId = ids[4] as number;
+    const byId = await create({ temperature: 0, max_tokens: 24, ignore_eos: true, stop_token_ids: [stopId], return_token_ids: true });
+    expect(byId.choices[0]?.token_ids).toEqual(ids.slice(0, ids.indexOf(stopId)));
+    expect(byId.choices[0]?.stop_reason).toBe(stopId);
+  });
+
+  it("applies logit_bias: -100 keeps a token out, +100 forces it", async () => {
+    const free = await create({ temperature: 0, max_tokens: 8, ignore_eos: true, return_token_ids: true });
+    const first = free.choices[0]?.token_ids?.[0] as number;
+    const banned = await create({ temperature: 0, max_tokens: 8, ignore_eos: true, return_token_ids: true, logit_bias: { [first]: -100 } });
+    expect(banned.choices[0]?.token_ids).not.toContain(first);
+    const forcedToken = 101; // a plain byte token of the tiny vocabulary
+    const forced = await create({ temperature: 0, max_tokens: 5, ignore_eos: true, return_token_ids: true, logit_bias: { [forcedToken]: 100 } });
+    expect(forced.choices[0]?.token_ids).toEqual(Array(5).fill(forcedToken));
+  });
+
+  it("refuses what it cannot do, with the field named, and unknown or foreign models with 404", async () => {
+    const priority = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, priority: 1 } });
+    expect(priority.status).toBe(400);
+    expect(priority.body).toMatchObject({ error: { message: expect.stringContaining("priority"), code: 400 } });
+    const both = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, continue_final_message: true } });
+    expect(both.body).toMatchObject({ error: { message: expect.stringContaining("continue_final_message and add_generation_prompt"), code: 400 } });
+    const beam = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, use_beam_search: true } });
+    expect(beam.body).toMatchObject({ error: { message: expect.stringMatching(/^use_beam_search:/), code: 400 } });
+    const otherKey = await createKey(uniqueEntity("stranger"));
+    const model = (await rest("POST", "/v1/preview/models", { key, body: { project: "chat", name: "mine", base_model: "tiny-chat" } })).body as { entity: string };
+    const foreign = await rest("POST", "/v1/chat/completions", { key: otherKey, body: { model: `wandb-artifact:///${model.entity}/chat/mine`, messages } });
+    expect(foreign).toMatchObject({ status: 404, body: { error: { message: `The model \`wandb-artifact:///${model.entity}/chat/mine\` does not exist.`, type: "NotFoundError", code: 404 } } });
+    const own = await rest("POST", "/v1/chat/completions", { key, body: { model: `wandb-artifact:///${model.entity}/chat/mine`, messages, max_tokens: 2 } });
+    expect(own.status).toBe(200);
+  });
+});
