@@ -19,7 +19,7 @@ export interface Config {
   bootstrapEntity: string;
   /** Base models scheduled by request priority (others: first come, first served). */
   priorityModels: string[];
-  /** llama.cpp threads per evaluation; 0 = one per core. */
+  /** llama.cpp threads per evaluation; 0 = one per core but one (left to the gateway). */
   engineThreads: number;
   /** Parallel sequences per llama.cpp context (continuous batching). */
   engineSequences: number;
@@ -45,7 +45,7 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
   { name: "BOOTSTRAP_ENTITY", default: "local", meaning: "entity of the key created on a first embedded start" },
   { name: "PRIORITY_MODELS", default: "(empty)", meaning: "comma-separated base models scheduled by request priority" },
-  { name: "ENGINE_THREADS", default: "0", meaning: "llama.cpp threads (0 = one per core)" },
+  { name: "ENGINE_THREADS", default: "0", meaning: "llama.cpp threads (0 = cores - 1, at least 1)" },
   { name: "ENGINE_SEQUENCES", default: "8", meaning: "parallel sequences per context (continuous batching)" },
   { name: "ENGINE_CONTEXT_SIZE", default: "2048", meaning: "tokens of context per sequence" },
   { name: "ENGINE_MAX_QUEUE", default: "64", meaning: "requests waiting per base model before 429" },

@@ -3,8 +3,7 @@
 // built-in tiny models (written under DATA_DIR on first use) plus BASE_MODELS from the operator:
 // `name=source` or just `source`, where source is a local .gguf path or an `hf:` reference.
 import { basename } from "node:path";
-
-export const BUILT_IN_BASE_MODELS = ["tiny-chat"] as const;
+import { BUILT_IN_MODELS } from "../weights/tiny-model.js";
 
 export interface BaseModelEntry {
   name: string;
@@ -18,7 +17,7 @@ export class BaseModelCatalog {
   private readonly entries: Map<string, BaseModelEntry>;
 
   constructor(configured: readonly string[], priorityModels: readonly string[] = []) {
-    const entries: BaseModelEntry[] = BUILT_IN_BASE_MODELS.map((name) => ({ name, source: `builtin:${name}`, scheduling: "fcfs" }));
+    const entries: BaseModelEntry[] = BUILT_IN_MODELS.map((name) => ({ name, source: `builtin:${name}`, scheduling: "fcfs" }));
     for (const item of configured) {
       const [name, source] = item.includes("=") ? (item.split("=", 2) as [string, string]) : [defaultName(item), item];
       entries.push({ name, source, scheduling: "fcfs" });

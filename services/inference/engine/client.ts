@@ -98,7 +98,7 @@ export class EngineClient {
         for (const request of this.inflight.values()) request.fail(unavailable("the inference engine stopped unexpectedly; retry the request"));
       });
     });
-    this.log.info("inference engine starting", { pid: child.pid, threads: this.settings.threads || "per core" });
+    this.log.info("inference engine starting", { pid: child.pid, threads: this.settings.threads || "cores - 1" });
     return this.ready;
   }
 

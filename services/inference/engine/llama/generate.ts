@@ -1,7 +1,7 @@
 // One choice on one context sequence, token by token through controlledEvaluate, so every step can
 // report its token's log-probability and top alternatives (from the raw logits and the total logit
 // weight) and apply per-step sampling options.
-import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import { TokenBias, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import type { GenerateRequest, PromptLogprobOut, TokenLogprobOut } from "../protocol.js";
 import type { SamplingPlan } from "./sampling.js";
 import { TextStream } from "./text-stream.js";
@@ -40,38 +40,62 @@ export async function generateChoice(options: {
     },
   });
 
-  // The prompt (minus what the cache already holds), its last token asking for the first output token.
   const pending = promptTokens.slice(options.cachedTokens);
-  const input = pending.map((token, index) => (index === pending.length - 1 ? ([token, nextStep()] as const) : token));
-  let outputs = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
-  let next = outputs[outputs.length - 1]?.next as NextOutput | undefined;
-
   let held: { tokenIds: number[]; logprobs: TokenLogprobOut[] } = { tokenIds: [], logprobs: [] };
-  while (!signal.aborted) {
-    const token = next?.token;
-    if (token === undefined || token === null) throw new Error("the engine produced no token");
-    const isEnd = model.isEogToken(token) && !request.ignoreEos;
+  // Each sampled token; true when generation ends with it.
+  const accept = (token: Token, next: NextOutput | undefined): boolean => {
+    const isEnd = model.isEogToken(token) && !request.ignoreEos && generated.length >= request.minTokens;
     const stopId = request.stopTokenIds.includes(token) ? token : null;
     if (isEnd || stopId !== null) {
       emit(stream.flush(detokenize(generated)));
       events.finished("stop", stopId ?? (isEnd ? token : null), generated.length);
-      return;
+      return true;
     }
     generated.push(token);
     held.tokenIds.push(token);
-    if (wantTop > 0) held.logprobs.push(tokenLogprob(model, token, next as NextOutput, request));
+    if (wantTop > 0 && next) held.logprobs.push(tokenLogprob(model, token, next, request));
     const { delta, stop } = stream.push(detokenize(generated));
     if (stop !== null) {
       emit(delta);
       events.finished("stop", stop, generated.length);
-      return;
+      return true;
     }
     if (delta) emit(delta);
     if (generated.length >= options.maxTokens || sequence.nextTokenIndex >= sequence.contextSize - 1) {
       emit(stream.flush(detokenize(generated)));
       events.finished("length", null, generated.length);
-      return;
+      return true;
     }
+    return false;
+  };
+
+  if (wantTop === 0) {
+    // No log-probabilities wanted: node-llama-cpp's generator keeps one sampler (and its seeded
+    // random state) for the whole generation, which is much cheaper per token.
+    const first = sampling.stepOptions(generated, promptTokens, choice);
+    const iterator = sequence.evaluate(pending, {
+      ...first,
+      ...(sampling.hasBias() ? { tokenBias: () => sampling.stepOptions(generated, promptTokens, choice).tokenBias ?? emptyBias(model) } : {}),
+      yieldEogToken: true,
+    });
+    try {
+      for await (const token of iterator) {
+        if (signal.aborted || accept(token, undefined)) break;
+      }
+    } finally {
+      await iterator.return();
+    }
+    return;
+  }
+
+  // The prompt (minus what the cache already holds), its last token asking for the first output token.
+  const input = pending.map((token, index) => (index === pending.length - 1 ? ([token, nextStep()] as const) : token));
+  let outputs = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
+  let next = outputs[outputs.length - 1]?.next as NextOutput | undefined;
+  while (!signal.aborted) {
+    const token = next?.token;
+    if (token === undefined || token === null) throw new Error("the engine produced no token");
+    if (accept(token, next)) return;
     outputs = await sequence.controlledEvaluate([[token, nextStep()] as Parameters<LlamaContextSequence["controlledEvaluate"]>[0][number]]);
     next = outputs[0]?.next as NextOutput | undefined;
   }
@@ -127,4 +151,11 @@ export async function promptLogprobs(model: LlamaModel, sequence: LlamaContextSe
     result.push(out);
   }
   return result;
+}
+
+const emptyBiases = new WeakMap<LlamaModel, TokenBias>();
+function emptyBias(model: LlamaModel): TokenBias {
+  let bias = emptyBiases.get(model);
+  if (!bias) emptyBiases.set(model, (bias = new TokenBias(model.tokenizer)));
+  return bias;
 }

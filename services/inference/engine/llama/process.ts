@@ -7,7 +7,9 @@ import { LlamaEngine } from "./engine.js";
 import { EngineRequestError } from "./errors.js";
 
 const settings = JSON.parse(process.env.SRL_ENGINE_SETTINGS ?? "{}") as EngineSettings;
-if (!settings.threads) settings.threads = cpus().length;
+// Default: leave one core to the gateway (measured: with both cores, llama.cpp's threads and the
+// gateway fight and throughput drops several-fold on a 2-core machine).
+if (!settings.threads) settings.threads = Math.max(1, cpus().length - 1);
 const engine = new LlamaEngine(settings);
 const running = new Map<string, AbortController>();
 

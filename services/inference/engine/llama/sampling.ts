@@ -1,51 +1,64 @@
 // Request sampling settings -> node-llama-cpp evaluation options for one step. Token biases
 // (logit_bias, bad words, allowed ids, and EOS suppression before min_tokens) are rebuilt per step
 // only when they change.
+import { randomInt } from "node:crypto";
 import { TokenBias, type LlamaModel, type Token } from "node-llama-cpp";
 import type { GenerateRequest } from "../protocol.js";
 import { vocabSize } from "./model-info.js";
 
 export interface StepOptions {
   temperature: number;
-  topK?: number;
-  topP?: number;
-  minP?: number;
+  topK: number;
+  topP: number;
+  minP: number;
   seed?: number;
   repeatPenalty?: { punishTokens: () => Token[]; penalty: number; frequencyPenalty: number; presencePenalty: number; maxPunishTokens: number };
   tokenBias?: TokenBias;
 }
 
 export class SamplingPlan {
-  private readonly baseBias: Map<Token, number | "never">;
+  // A plain number given to TokenBias is a probability; logit_bias values are logits.
+  private readonly baseBias: Map<Token, { logit: number } | "never">;
   private readonly suppressEnd: Token[];
   private readonly badWordTokens: Token[][];
   private biasCache = new Map<string, TokenBias>();
+  private readonly baseSeed: number;
 
   constructor(
     private readonly model: LlamaModel,
     private readonly request: GenerateRequest,
   ) {
+    this.baseSeed = request.sampling.seed ?? randomInt(2 ** 32);
     const size = vocabSize(model);
     this.baseBias = new Map();
-    for (const [token, bias] of Object.entries(request.logitBias)) this.baseBias.set(asToken(Number(token)), bias <= -100 ? "never" : bias);
+    for (const [token, bias] of Object.entries(request.logitBias)) this.baseBias.set(asToken(Number(token)), bias <= -100 ? "never" : { logit: bias });
     if (request.allowedTokenIds) {
       const allowed = new Set(request.allowedTokenIds);
       for (let token = 0; token < size; token++) if (!allowed.has(token)) this.baseBias.set(asToken(token), "never");
     }
-    const eog: Token[] = [];
-    for (let token = 0; token < size; token++) if (model.isEogToken(asToken(token))) eog.push(asToken(token));
-    this.suppressEnd = [...eog, ...request.stopTokenIds.map(asToken)];
+    // TokenBias cannot ban end-of-generation tokens (llama.cpp skips them); before min_tokens those
+    // simply do not end generation (generate.ts), and stop token ids are banned here.
+    this.suppressEnd = request.stopTokenIds.map(asToken).filter((token) => !model.isEogToken(token));
     this.badWordTokens = request.badWords.map((word) => model.tokenize(word, false)).filter((t) => t.length > 0);
+  }
+
+  /** Whether any token bias can apply (logit_bias, allowed ids, bad words, min_tokens). */
+  hasBias(): boolean {
+    return this.baseBias.size > 0 || this.badWordTokens.length > 0 || this.request.minTokens > 0;
   }
 
   /** Options for generating the token after `generated` (choice-specific seed so n choices differ). */
   stepOptions(generated: readonly Token[], promptTokens: readonly Token[], choice: number): StepOptions {
     const s = this.request.sampling;
-    const options: StepOptions = { temperature: s.temperature };
-    if (s.topK !== null && s.topK > 0) options.topK = s.topK;
-    if (s.topP !== null && s.topP < 1) options.topP = s.topP;
-    if (s.minP !== null && s.minP > 0) options.minP = s.minP;
-    if (s.seed !== null) options.seed = (s.seed + choice * 1_000_003 + generated.length * 7919) >>> 0;
+    // Explicit neutral values: node-llama-cpp's own defaults (top_k 40, top_p 0.95) are not OpenAI's.
+    const options: StepOptions = {
+      temperature: s.temperature,
+      topK: s.topK !== null && s.topK > 0 ? s.topK : 0,
+      topP: s.topP ?? 1,
+      minP: s.minP ?? 0,
+    };
+    // Without a request seed each request (and each of its n choices) draws its own.
+    options.seed = (this.baseSeed + choice * 1_000_003 + generated.length * 7919) >>> 0;
     if (s.frequencyPenalty !== 0 || s.presencePenalty !== 0 || (s.repetitionPenalty !== null && s.repetitionPenalty !== 1)) {
       // vLLM: the repetition penalty sees prompt and output, the frequency and presence penalties the output only.
       const punish = s.repetitionPenalty !== null && s.repetitionPenalty !== 1 ? () => [...promptTokens, ...generated] : () => [...generated];
@@ -63,7 +76,7 @@ export class SamplingPlan {
   }
 
   private biasFor(generated: readonly Token[]): TokenBias | undefined {
-    const suppressing = generated.length < this.request.minTokens || this.request.ignoreEos;
+    const suppressing = generated.length < this.request.minTokens;
     const banned: Token[] = [];
     for (const word of this.badWordTokens) {
       const prefix = word.slice(0, -1);
@@ -76,7 +89,7 @@ export class SamplingPlan {
     if (!bias) {
       bias = new TokenBias(this.model.tokenizer);
       for (const [token, value] of this.baseBias) bias.set(token, value);
-      if (suppressing) for (const token of this.suppressEnd) if (!this.request.ignoreEos || this.model.isEogToken(token)) bias.set(token, "never");
+      if (suppressing) for (const token of this.suppressEnd) bias.set(token, "never");
       for (const token of banned) bias.set(token, "never");
       this.biasCache.set(key, bias);
     }

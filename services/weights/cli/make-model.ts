@@ -1,0 +1,85 @@
+// `npm run make-model -- --out PATH [--seed N] [--layers N] [--embedding N] [--heads N]
+// [--kv-heads N] [--ff N] [--context N] [--type f32|f16|q8_0] [--tied]`: writes a random tiny
+// llama GGUF (defaults: the built-in tiny-chat preset) and says what it wrote.
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { BUILT_IN_PRESETS, makeTinyModel, type TinyModelType } from "../tiny-model.js";
+
+const usage = `usage: npm run make-model -- --out PATH [--seed N] [--layers N] [--embedding N] [--heads N]
+       [--kv-heads N] [--ff N] [--context N] [--type f32|f16|q8_0] [--tied] [--name NAME]
+defaults are the built-in tiny-chat preset`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      out: { type: "string" },
+      seed: { type: "string" },
+      layers: { type: "string" },
+      embedding: { type: "string" },
+      heads: { type: "string" },
+      "kv-heads": { type: "string" },
+      ff: { type: "string" },
+      context: { type: "string" },
+      type: { type: "string" },
+      tied: { type: "boolean" },
+      name: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  if (!values.out) {
+    console.error(`--out is required\n${usage}`);
+    return 2;
+  }
+  const preset = BUILT_IN_PRESETS["tiny-chat"];
+  const type = values.type ?? preset.type;
+  if (type !== "f32" && type !== "f16" && type !== "q8_0") {
+    console.error(`--type must be f32, f16 or q8_0, got ${type}`);
+    return 2;
+  }
+  const heads = int(values.heads, "heads") ?? preset.heads;
+  const path = resolve(values.out);
+  const started = performance.now();
+  const info = await makeTinyModel({
+    path,
+    name: values.name ?? "tiny-llama",
+    seed: int(values.seed, "seed") ?? preset.seed,
+    layers: int(values.layers, "layers") ?? preset.layers,
+    embedding: int(values.embedding, "embedding") ?? preset.embedding,
+    heads,
+    // A custom --heads without --kv-heads gets plain multi-head attention.
+    kvHeads: int(values["kv-heads"], "kv-heads") ?? (values.heads ? heads : preset.kvHeads),
+    ff: int(values.ff, "ff") ?? preset.ff,
+    contextLength: int(values.context, "context") ?? preset.contextLength,
+    type: type satisfies TinyModelType,
+    tiedOutput: values.tied ?? false,
+  });
+  const ms = Math.round(performance.now() - started);
+  console.log(`wrote ${info.path}`);
+  console.log(`  size        ${(info.bytes / 1024 / 1024).toFixed(2)} MiB (${info.bytes} bytes), ${info.tensors} tensors, ${type}`);
+  console.log(`  parameters  ${info.parameters.toLocaleString("en-US")}`);
+  console.log(`  vocab       ${info.vocabSize} tokens (byte-level BPE, ChatML <|im_start|> <|im_end|> <|endoftext|>)`);
+  console.log(`  took        ${ms} ms`);
+  console.log(`next: serve it by adding it to BASE_MODELS (e.g. BASE_MODELS=my-model=${info.path}),`);
+  console.log(`      or load it with node-llama-cpp: (await getLlama()).loadModel({ modelPath: "${info.path}" })`);
+  return 0;
+}
+
+function int(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) throw new Error(`--${name} must be an integer, got ${raw}`);
+  return n;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,13 @@
+// The GGUF module's public surface, so callers import one path.
+export { GgufReader, readGgufHeader, type GgufHeader, type GgufTensorInfo } from "./reader.js";
+export { writeGguf, elementCount, type GgufTensorSource, type WriteGgufResult } from "./writer.js";
+export { gv, getNumber, getString, getStrings } from "./values.js";
+export { quantizeQ8_0, dequantizeQ8_0 } from "./q8_0.js";
+export {
+  GGML_TYPES,
+  SUPPORTED_TENSOR_TYPES,
+  type GgmlTypeName,
+  type GgufMetadata,
+  type GgufValue,
+  type SupportedTensorType,
+} from "./types.js";

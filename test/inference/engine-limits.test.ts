@@ -1,0 +1,77 @@
+// The engine under pressure, on a server of its own with one sequence and a short queue: priority
+// order, 429 past the queue limit, and recovery after the engine process dies.
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
+import { connectDatabase } from "../../services/store/mongo.js";
+import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+
+let dataDir = "";
+let database: EmbeddedDatabase;
+let server: ServerProcess;
+let key = "";
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "srl-engine-"));
+  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
+  server = await startServerProcess({
+    DATA_DIR: dataDir,
+    MONGODB_URI: database.uri,
+    MONGODB_DB: "srl_engine",
+    ENGINE_THREADS: "1",
+    ENGINE_SEQUENCES: "1",
+    ENGINE_MAX_QUEUE: "2",
+    PRIORITY_MODELS: "tiny-chat",
+  });
+  const db = await connectDatabase(database.uri, "srl_engine");
+  key = (await new ApiKeys(db.db).create("limits")).key;
+  await db.close();
+});
+afterAll(async () => {
+  await server?.stop();
+  await database?.stop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const complete = (body: Record<string, unknown>) =>
+  fetch(`${server.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], ignore_eos: true, ...body }),
+  });
+
+describe("engine limits", () => {
+  it("admits waiting requests by priority and refuses past the queue limit with 429", async () => {
+    expect((await complete({ max_tokens: 2 })).status).toBe(200); // warm-up
+    const finished: string[] = [];
+    const occupy = complete({ max_tokens: 400 }).then(async (r) => (await r.text(), finished.push("occupier")));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const low = complete({ max_tokens: 4, priority: 5 }).then(async (r) => (await r.text(), finished.push("low")));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const high = complete({ max_tokens: 4, priority: -1 }).then(async (r) => (await r.text(), finished.push("high")));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const refused = await complete({ max_tokens: 4 });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(await refused.json()).toMatchObject({ error: { type: "RateLimitError", code: 429 } });
+    await Promise.all([occupy, low, high]);
+    expect(finished).toEqual(["occupier", "high", "low"]);
+  });
+
+  it("fails in-flight requests with 503 when the engine dies, then serves again", async () => {
+    const log = await readFile(server.logFile, "utf8");
+    const pid = Number(/"inference engine starting".*?"pid":(\d+)/.exec(log)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    const inflight = complete({ max_tokens: 2000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    process.kill(pid, "SIGKILL");
+    const failed = await inflight;
+    expect(failed.status).toBe(503);
+    expect(await failed.json()).toMatchObject({ error: { message: "the inference engine stopped unexpectedly; retry the request", code: 503 } });
+    const recovered = await complete({ max_tokens: 3 });
+    expect(recovered.status).toBe(200);
+  });
+});
