@@ -63,6 +63,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       maxQueue: config.engineMaxQueue,
       maxContexts: config.engineMaxContexts,
       dataDir: config.dataDir,
+      hubTimeoutMs: config.engineHubTimeoutMs,
     },
     log.child({ component: "engine" }),
   );

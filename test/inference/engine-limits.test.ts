@@ -25,6 +25,8 @@ beforeAll(async () => {
     ENGINE_SEQUENCES: "1",
     ENGINE_MAX_QUEUE: "2",
     PRIORITY_MODELS: "tiny-chat",
+    BASE_MODELS: "offline=hf:someone/some-model-GGUF/model.Q8_0.gguf",
+    ENGINE_HUB_TIMEOUT_MS: "3000",
   });
   const db = await connectDatabase(database.uri, "srl_engine");
   key = (await new ApiKeys(db.db).create("limits")).key;
@@ -59,6 +61,42 @@ describe("engine limits", () => {
     expect(await refused.json()).toMatchObject({ error: { type: "RateLimitError", code: 429 } });
     await Promise.all([occupy, low, high]);
     expect(finished).toEqual(["occupier", "high", "low"]);
+  });
+
+  it("frees the sequence of a client that disconnects", async () => {
+    const abort = new AbortController();
+    const response = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: "hi" }], ignore_eos: true, max_tokens: 100_000, stream: true }),
+      signal: abort.signal,
+    });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    abort.abort();
+    // With one sequence, this completes only if the abandoned generation let go of it.
+    const started = performance.now();
+    expect((await complete({ max_tokens: 3 })).status).toBe(200);
+    expect(performance.now() - started).toBeLessThan(20_000);
+  });
+
+  it("fails clearly, without hanging, when an hf: base model cannot be fetched", async () => {
+    const res = await complete({ model: "offline", max_tokens: 2 });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^could not fetch hf:someone\/some-model-GGUF\/model.Q8_0.gguf from the model hub/);
+  });
+
+  it("continues a final message, echoes it, and takes a chat template from the request", async () => {
+    const prefill = [{ role: "user", content: "hi" }, { role: "assistant", content: "Once upon" }];
+    const continued = await complete({ messages: prefill, add_generation_prompt: false, continue_final_message: true, echo: true, max_tokens: 3, temperature: 0 });
+    expect(continued.status).toBe(200);
+    const content = ((await continued.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content ?? "";
+    expect(content.startsWith("Once upon")).toBe(true);
+    const custom = await complete({ chat_template: "{% for m in messages %}{{ m.content }}{% endfor %}", max_tokens: 1, return_token_ids: true });
+    const body = (await custom.json()) as { prompt_token_ids: number[] };
+    expect(body.prompt_token_ids.length).toBe(2); // "hi": two byte tokens, no ChatML markers
+    const broken = await complete({ chat_template: "{% for m in messages %}", max_tokens: 1 });
+    expect(broken.status).toBe(400);
   });
 
   it("fails in-flight requests with 503 when the engine dies, then serves again", async () => {

@@ -10,6 +10,7 @@ export interface EngineSettings {
   maxQueue: number;
   maxContexts: number;
   dataDir: string;
+  hubTimeoutMs: number;
 }
 
 export interface BaseModelRef {

@@ -138,7 +138,7 @@ export class LlamaEngine {
     if (!model) {
       model = (async () => {
         const llama = await (this.llama ??= getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error }));
-        return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir) });
+        return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir, this.settings.hubTimeoutMs) });
       })();
       this.models.set(name, model);
       model.catch(() => this.models.delete(name));

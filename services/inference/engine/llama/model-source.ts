@@ -7,13 +7,17 @@ import { resolveModelFile } from "node-llama-cpp";
 import { ensureBuiltInModel } from "../../../weights/tiny-model.js";
 import { EngineRequestError } from "./errors.js";
 
-const HUB_TIMEOUT_MS = 60_000;
-
-export async function modelPath(source: string, dataDir: string): Promise<string> {
+export async function modelPath(source: string, dataDir: string, hubTimeoutMs: number): Promise<string> {
   if (source.startsWith("builtin:")) return ensureBuiltInModel(source.slice("builtin:".length) as "tiny-chat", dataDir);
   if (source.startsWith("hf:")) {
     try {
-      return await resolveModelFile(source, { directory: join(dataDir, "models"), cli: false, signal: AbortSignal.timeout(HUB_TIMEOUT_MS) });
+      // node-llama-cpp's resolver does not give up by itself where connections hang (no network),
+      // so the wait is bounded here.
+      const signal = AbortSignal.timeout(hubTimeoutMs);
+      const timedOut = new Promise<never>((_, reject) =>
+        signal.addEventListener("abort", () => reject(new Error(`no answer within ${hubTimeoutMs / 1000} s`)), { once: true }),
+      );
+      return await Promise.race([resolveModelFile(source, { directory: join(dataDir, "models"), cli: false, signal }), timedOut]);
     } catch (error) {
       throw new EngineRequestError("unavailable", `could not fetch ${source} from the model hub (${error instanceof Error ? error.message : String(error)}); download the .gguf and configure its path instead`);
     }
