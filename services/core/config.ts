@@ -33,6 +33,12 @@ export interface Config {
   engineHubTimeoutMs: number;
   /** Hosts SFT jobs may read https training data from. */
   artifactHttpsHosts: string[];
+  /** Run a training worker inside the server process. */
+  trainingWorker: boolean;
+  /** A worker's lease on a job; it renews it every third of this. */
+  workerLeaseMs: number;
+  /** Attempts of a job whose worker died before it is failed. */
+  workerMaxAttempts: number;
 }
 
 export const configVariables: { name: string; default: string; meaning: string }[] = [
@@ -53,6 +59,9 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "ENGINE_MAX_QUEUE", default: "64", meaning: "requests waiting per base model before 429" },
   { name: "ENGINE_MAX_CONTEXTS", default: "4", meaning: "loaded contexts (base model + adapter) before LRU eviction" },
   { name: "ENGINE_HUB_TIMEOUT_MS", default: "30000", meaning: "how long to wait for an hf: model download to start before failing" },
+  { name: "TRAINING_WORKER", default: "1", meaning: "run a training worker in the server process (0: only `npm run worker` processes train)" },
+  { name: "WORKER_LEASE_MS", default: "30000", meaning: "lease of a worker on a job; a crashed worker's job is retried after it" },
+  { name: "WORKER_MAX_ATTEMPTS", default: "2", meaning: "attempts of a job whose worker died before it fails" },
   { name: "ARTIFACT_HTTPS_HOSTS", default: "(empty)", meaning: "comma-separated hosts SFT jobs may read https training data from" },
 ];
 
@@ -69,6 +78,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: intVar(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     bootstrapEntity: env.BOOTSTRAP_ENTITY || "local",
     artifactHttpsHosts: list(env.ARTIFACT_HTTPS_HOSTS),
+    trainingWorker: (env.TRAINING_WORKER ?? "1") !== "0",
+    workerLeaseMs: intVar(env, "WORKER_LEASE_MS", 30_000, 500, 3_600_000),
+    workerMaxAttempts: intVar(env, "WORKER_MAX_ATTEMPTS", 2, 1, 100),
     priorityModels: list(env.PRIORITY_MODELS),
     engineThreads: intVar(env, "ENGINE_THREADS", 0, 0, 256),
     engineSequences: intVar(env, "ENGINE_SEQUENCES", 8, 1, 256),

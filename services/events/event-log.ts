@@ -82,6 +82,10 @@ export class EventLog {
     return toEvent(record);
   }
 
+  async hasStarted(jobId: string): Promise<boolean> {
+    return (await this.streams.findOne({ _id: jobId }))?.started ?? false;
+  }
+
   async hasEnded(jobId: string): Promise<boolean> {
     return (await this.streams.findOne({ _id: jobId }))?.terminal ?? false;
   }

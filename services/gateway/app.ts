@@ -4,24 +4,15 @@ import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "../store/launcher.js";
-import { connectDatabase, ensureIndexes, publishDatabaseUri } from "../store/mongo.js";
+import { connectDatabase, publishDatabaseUri } from "../store/mongo.js";
 import { eventsHandlers } from "../events/handlers.js";
 import { inferenceHandlers } from "../inference/handlers.js";
 import { EngineClient } from "../inference/engine/client.js";
 import { ModelResolver } from "../inference/resolve-model.js";
-import { AdapterFiles } from "../inference/adapter-files.js";
 import { modelsHandlers } from "../models/handlers.js";
 import { trainingHandlers } from "../training/handlers.js";
-import { TrainingJobs } from "../training/jobs.js";
-import { EventLog } from "../events/event-log.js";
-import { Blobs } from "../store/blobs.js";
-import { BaseModelCatalog } from "../models/catalog.js";
-import { Checkpoints } from "../models/checkpoints.js";
-import { ModelDeletion } from "../models/delete-model.js";
-import { ModelRegistry } from "../models/registry.js";
-import { Runs } from "../models/runs.js";
-import { TrajectoryLog } from "../models/trajectory-log.js";
-import { ApiKeys } from "./auth/api-keys.js";
+import type { ApiKeys } from "./auth/api-keys.js";
+import { buildServices } from "./services.js";
 import { listen } from "./listener.js";
 import { buildEndpoints, registerEndpoints } from "./pipeline.js";
 import { registerReflection } from "./reflection.js";
@@ -40,18 +31,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     : await startEmbeddedDatabase({ dataDir: config.dataDir, log: (level, msg, fields) => log[level](msg, { component: "database", ...fields }) });
   const databaseUri = config.mongodbUri ?? (embedded as EmbeddedDatabase).uri;
   const database = await connectDatabase(databaseUri, config.mongodbDb);
-  const keys = new ApiKeys(database.db);
-  const db = database.db;
-  const blobs = new Blobs(db);
-  const catalog = new BaseModelCatalog(config.baseModels, config.priorityModels);
-  const runs = new Runs(db);
-  const checkpoints = new Checkpoints(db, blobs);
-  const registry = new ModelRegistry(db, catalog, runs, checkpoints);
-  const trajectoryLog = new TrajectoryLog(db, blobs);
-  const events = new EventLog(db);
-  const jobs = new TrainingJobs(db, blobs, events);
-  const deletion = new ModelDeletion({ db, registry, checkpoints, runs, trajectoryLog, jobs, events, blobs });
-  await ensureIndexes([keys, blobs, runs, checkpoints, registry, trajectoryLog, events, jobs]);
+  const services = await buildServices(database.db, config, log);
+  const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker } = services;
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
   const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
 
@@ -67,12 +48,12 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     },
     log.child({ component: "engine" }),
   );
-  const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters: new AdapterFiles(config.dataDir, blobs) });
+  const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters });
 
   const handlers = [
     inferenceHandlers({ engine, resolver }),
     modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs }),
-    trainingHandlers({ db, jobs, events, registry, artifactHttpsHosts: config.artifactHttpsHosts }),
+    trainingHandlers({ artifacts, jobs, events, registry, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
     eventsHandlers({ events, jobs }),
   ];
   const endpoints = buildEndpoints(handlers, keys);
@@ -89,6 +70,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     fallback: (req, res) => void transcoder(req, res),
   });
   const listener = await listen(handler, config.host, config.port);
+  if (config.trainingWorker) worker.start();
   log.info("listening", {
     url: `http://${config.host}:${listener.port}`,
     protocols: ["grpc", "grpc-web", "connect", "rest"],
@@ -106,6 +88,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       await closing;
       clearTimeout(timer);
       shutdown.abort();
+      await worker.stop();
       await engine.stop();
       await database.close();
       await unpublish();

@@ -115,6 +115,6 @@ function locator(method: DescMethod): (field: DescField) => Loc {
   const rule = hasOption(method, http) ? getOption(method, http) : undefined;
   const template = rule?.pattern.value;
   const pathParams = new Set(typeof template === "string" ? [...template.matchAll(/\{([a-z_0-9]+)\}/g)].map((m) => m[1]) : []);
-  const inQuery = rule !== undefined && rule.body === "";
-  return (field) => [pathParams.has(field.name) ? "path" : inQuery ? "query" : "body", field.name];
+  const inBody = (name: string) => rule === undefined || rule.body === "*" || rule.body === name;
+  return (field) => [pathParams.has(field.name) ? "path" : inBody(field.name) ? "body" : "query", field.name];
 }

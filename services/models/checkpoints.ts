@@ -14,6 +14,8 @@ export interface CheckpointRecord {
   step: number;
   metrics: Record<string, number>;
   adapter_blob_id: ObjectId | null;
+  /** The training job that produced it (none for step 0), so a retried job never adds a second one. */
+  job_id?: string | null;
   created_at: Date;
 }
 
@@ -32,9 +34,9 @@ export class Checkpoints {
   }
 
   /** Adds a checkpoint; a step that exists already is a conflict (and the new adapter is removed). */
-  async create(modelId: string, step: number, metrics: Record<string, number>, adapter?: { filename: string; data: Uint8Array }): Promise<CheckpointRecord> {
+  async create(modelId: string, step: number, metrics: Record<string, number>, adapter?: { filename: string; data: Uint8Array }, jobId?: string): Promise<CheckpointRecord> {
     const blobId = adapter ? await this.blobs.put(adapter.filename, adapter.data, { model_id: modelId, kind: "adapter", step }) : null;
-    const record: CheckpointRecord = { _id: randomUUID(), model_id: modelId, step, metrics: sanitize(metrics), adapter_blob_id: blobId, created_at: new Date() };
+    const record: CheckpointRecord = { _id: randomUUID(), model_id: modelId, step, metrics: sanitize(metrics), adapter_blob_id: blobId, job_id: jobId ?? null, created_at: new Date() };
     try {
       await this.checkpoints.insertOne(record);
     } catch (error) {
@@ -57,6 +59,10 @@ export class Checkpoints {
         // Two concurrent upserts: the other one created it.
         if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
       });
+  }
+
+  async ofJob(modelId: string, jobId: string): Promise<CheckpointRecord | null> {
+    return this.checkpoints.findOne({ model_id: modelId, job_id: jobId });
   }
 
   async latest(modelId: string): Promise<CheckpointRecord | null> {
@@ -86,6 +92,12 @@ export class Checkpoints {
     }
     const foundSteps = new Set(found.map((c) => c.step));
     return { deleted: found.length, notFound: wanted.filter((s) => !foundSteps.has(s)) };
+  }
+
+  /** Deletes one checkpoint with its adapter. */
+  async deleteById(checkpointId: string): Promise<void> {
+    const checkpoint = await this.checkpoints.findOneAndDelete({ _id: checkpointId });
+    if (checkpoint?.adapter_blob_id) await this.blobs.delete(checkpoint.adapter_blob_id);
   }
 
   /** Deletes every checkpoint of a model (their adapters go with the model's blobs). */

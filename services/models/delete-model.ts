@@ -2,7 +2,7 @@
 // see their terminal `training_failed`), then events, jobs, logged trajectories, checkpoints,
 // every GridFS blob tagged with the model, artifacts linked to it and the tracking run; the model
 // row goes last, so an interrupted delete can simply be repeated.
-import type { Db } from "mongodb";
+import type { Artifacts } from "../artifacts/store.js";
 import type { EventLog } from "../events/event-log.js";
 import type { Blobs } from "../store/blobs.js";
 import type { TrainingJobs } from "../training/jobs.js";
@@ -14,7 +14,6 @@ import type { TrajectoryLog } from "./trajectory-log.js";
 export class ModelDeletion {
   constructor(
     private readonly deps: {
-      db: Db;
       registry: ModelRegistry;
       checkpoints: Checkpoints;
       runs: Runs;
@@ -22,18 +21,19 @@ export class ModelDeletion {
       jobs: TrainingJobs;
       events: EventLog;
       blobs: Blobs;
+      artifacts: Artifacts;
     },
   ) {}
 
   async delete(model: ModelRecord): Promise<{ deletedCheckpoints: number; deletedRun: boolean }> {
-    const { jobs, events, trajectoryLog, checkpoints, blobs, runs, registry, db } = this.deps;
+    const { jobs, events, trajectoryLog, checkpoints, blobs, runs, registry, artifacts } = this.deps;
     await jobs.cancelForModel(model._id, "cancelled: the model was deleted");
     await events.deleteForJobs(await jobs.idsForModel(model._id));
     await jobs.deleteForModel(model._id);
     await trajectoryLog.deleteForModel(model._id);
     const deletedCheckpoints = await checkpoints.deleteAll(model._id);
     await blobs.deleteForModel(model._id);
-    await db.collection("artifacts").deleteMany({ model_id: model._id });
+    await artifacts.deleteForModel(model._id);
     const deletedRun = await runs.delete(model.run_id);
     await registry.remove(model._id);
     return { deletedCheckpoints, deletedRun };

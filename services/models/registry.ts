@@ -88,6 +88,11 @@ export class ModelRegistry {
     return model;
   }
 
+  /** Any entity's model (for the training worker, which acts for the job's owner). */
+  async get(modelId: string): Promise<ModelRecord | null> {
+    return this.models.findOne({ _id: modelId });
+  }
+
   async findByName(entity: string, project: string, name: string): Promise<ModelRecord | null> {
     return this.models.findOne({ entity, project, name });
   }

@@ -1,9 +1,9 @@
 // `training_data_url` of SFT jobs: `wandb-artifact:///{entity}/{project}/{name}:v{N}|latest` (two
 // slashes tolerated) naming an artifact of the caller's entity, or an https URL on a host the
-// operator allows. Resolution checks the artifact exists, so a job is never queued on data that
+// operator allows. Resolution checks the data exists, so a job is never queued on data that
 // cannot be read.
-import type { Db } from "mongodb";
 import { badRequest } from "../core/errors.js";
+import type { ArtifactRecord, Artifacts } from "../artifacts/store.js";
 
 export interface ArtifactRef {
   entity: string;
@@ -23,16 +23,17 @@ export function parseArtifactUrl(url: string): ArtifactRef | { https: URL } {
   return { entity, project, name, version: tag && tag !== "latest" ? Number(tag.slice(1)) : null };
 }
 
-export async function resolveTrainingData(db: Db, callerEntity: string, url: string, httpsHosts: readonly string[]): Promise<void> {
+/** The artifact behind a URL (null for an allowed https URL); 400 when it does not resolve. */
+export async function resolveTrainingData(artifacts: Artifacts, callerEntity: string, url: string, httpsHosts: readonly string[]): Promise<ArtifactRecord | null> {
   const ref = parseArtifactUrl(url);
   if ("https" in ref) {
     if (!httpsHosts.includes(ref.https.hostname)) {
       throw badRequest(`training_data_url host ${ref.https.hostname} is not allowed here (operator setting ARTIFACT_HTTPS_HOSTS)`);
     }
-    return;
+    return null;
   }
   // Another entity's artifact is reported as absent, like every other resource.
-  const filter = { entity: ref.entity, project: ref.project, name: ref.name, ...(ref.version === null ? {} : { version: ref.version }) };
-  const found = ref.entity === callerEntity ? await db.collection("artifacts").findOne(filter) : null;
+  const found = ref.entity === callerEntity ? await artifacts.find(ref.entity, ref.project, ref.name, ref.version) : null;
   if (!found) throw badRequest(`training_data_url ${url} does not resolve to an uploaded artifact`);
+  return found;
 }

@@ -2,22 +2,24 @@
 // cancelled here; their progress is in the Events service.
 import type { JsonObject } from "@bufbuild/protobuf";
 import { CreateSftTrainingJobRequestSchema, CreateTrainingJobRequestSchema, Training, type TrainingJob } from "../../gen/srl/v1/training_pb.js";
-import { badRequest } from "../core/errors.js";
+import { ApiError, badRequest } from "../core/errors.js";
 import { principalOf } from "../gateway/auth/authenticate.js";
 import { defineHandlers, sentJson } from "../gateway/pipeline.js";
 import type { EventLog } from "../events/event-log.js";
 import type { ModelRegistry } from "../models/registry.js";
-import type { Db } from "mongodb";
+import { artifactUrl, type ArtifactRecord, type Artifacts } from "../artifacts/store.js";
 import { resolveTrainingData } from "./artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "./jobs.js";
 import { checkRlConfig, checkSftConfig } from "./config-checks.js";
 
 export interface TrainingDeps {
-  db: Db;
+  artifacts: Artifacts;
   jobs: TrainingJobs;
   events: EventLog;
   registry: ModelRegistry;
   artifactHttpsHosts: readonly string[];
+  /** Called after a job was queued (wakes the in-process worker). */
+  onJobCreated?: () => void;
 }
 
 export function trainingHandlers(deps: TrainingDeps) {
@@ -31,6 +33,7 @@ export function trainingHandlers(deps: TrainingDeps) {
       const experimentalConfig = (body.experimental_config ?? {}) as JsonObject;
       checkRlConfig(request.experimentalConfig);
       const job = await jobs.createRl({ entity, modelId: model._id, groups: body.trajectory_groups as JsonObject[], experimentalConfig });
+      deps.onJobCreated?.();
       return { id: job._id };
     },
 
@@ -38,11 +41,32 @@ export function trainingHandlers(deps: TrainingDeps) {
       const entity = principalOf(context).entity;
       const model = await registry.getOwned(entity, request.modelId);
       checkSftConfig(request.config);
-      await resolveTrainingData(deps.db, entity, request.trainingDataUrl, deps.artifactHttpsHosts);
+      const artifact = await resolveTrainingData(deps.artifacts, entity, request.trainingDataUrl, deps.artifactHttpsHosts);
+      if (artifact) await deps.artifacts.linkToModel(artifact._id, model._id);
       const body = sentJson(context, CreateSftTrainingJobRequestSchema, request);
       const config = { config: body.config ?? null, experimental_config: body.experimental_config ?? null } as JsonObject;
       const job = await jobs.createSft({ entity, modelId: model._id, trainingDataUrl: request.trainingDataUrl, config });
+      deps.onJobCreated?.();
       return { id: job._id };
+    },
+
+    async createArtifact(request, context) {
+      const principal = principalOf(context);
+      const entity = request.entity ?? principal.entity;
+      if (entity !== principal.entity) {
+        throw new ApiError("permission_denied", `this API key belongs to entity "${principal.entity}" and cannot upload to "${entity}"`);
+      }
+      if (request.content.byteLength === 0) throw badRequest("the artifact file is empty");
+      const record = await deps.artifacts.upload({
+        entity,
+        project: request.project,
+        name: request.name,
+        type: request.type ?? "dataset",
+        filename: request.filename ?? "train.jsonl",
+        version: request.version ?? null,
+        content: request.content,
+      });
+      return artifactMessage(record);
     },
 
     async getTrainingJob(request, context) {
@@ -70,5 +94,19 @@ function jobMessage(job: TrainingJobRecord): Omit<TrainingJob, "$typeName"> {
     trainingEnd: job.ended_at?.toISOString(),
     errorMessage: job.error_message ?? undefined,
     step: job.step ?? undefined,
+  };
+}
+
+function artifactMessage(record: ArtifactRecord) {
+  return {
+    id: record._id,
+    entity: record.entity,
+    project: record.project,
+    name: record.name,
+    version: record.version,
+    type: record.type,
+    url: artifactUrl(record),
+    files: record.files.map((f) => ({ name: f.name, size: BigInt(f.size) })),
+    createdAt: record.created_at.toISOString(),
   };
 }

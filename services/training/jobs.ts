@@ -155,6 +155,16 @@ export class TrainingJobs {
     return this.end({ _id: jobId, lease_owner: workerId, status: "running" }, { status: "succeeded", step, error_message: null });
   }
 
+  /** Gives a running job back to the queue (a worker shutting down), so another worker takes it at once. */
+  async requeue(jobId: string, workerId: string): Promise<boolean> {
+    const job = await this.jobs.findOneAndUpdate(
+      { _id: jobId, lease_owner: workerId, status: "running" },
+      { $set: { status: "queued", lease_owner: null, lease_expires_at: null }, $inc: { attempts: -1 } },
+    );
+    if (job) await this.unlockModel(job.model_id, job._id);
+    return job !== null;
+  }
+
   /** Fails a job that is queued, or running under `workerId` (any worker when omitted). */
   async fail(jobId: string, message: string, workerId?: string): Promise<boolean> {
     const filter = workerId ? { _id: jobId, lease_owner: workerId, status: "running" as const } : { _id: jobId, status: { $in: ["queued", "running"] as JobStatus[] } };

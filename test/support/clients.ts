@@ -18,13 +18,13 @@ export interface RestResponse {
   text: string;
 }
 
-export async function rest(method: string, path: string, options: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<RestResponse> {
+export async function rest(method: string, path: string, options: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; base?: string } = {}): Promise<RestResponse> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
   let body: string | undefined = options.rawBody;
   if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers["content-type"] ??= "application/json";
-  const res = await fetch(baseUrl() + path, { method, headers, body });
+  const res = await fetch((options.base ?? baseUrl()) + path, { method, headers, body });
   const text = await res.text();
   let parsed: unknown = undefined;
   try {

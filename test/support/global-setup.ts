@@ -1,5 +1,6 @@
 // One embedded database and one real server for the end-to-end suites (each file creates its own
-// API keys and entities, so files do not see each other's data).
+// API keys and entities, so files do not see each other's data). It runs no training worker, so
+// jobs stay as the tests put them; the training suites start servers with workers of their own.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,7 +26,7 @@ export default async function setup(project: TestProject) {
     },
   });
   const mongoDb = "srl_test";
-  const server = await startServerProcess({ MONGODB_URI: database.uri, MONGODB_DB: mongoDb, DATA_DIR: dataDir, LOG_LEVEL: "info", ENGINE_THREADS: "1" });
+  const server = await startServerProcess({ MONGODB_URI: database.uri, MONGODB_DB: mongoDb, DATA_DIR: dataDir, LOG_LEVEL: "info", ENGINE_THREADS: "1", TRAINING_WORKER: "0" });
   project.provide("baseUrl", server.url);
   project.provide("mongoUri", database.uri);
   project.provide("mongoDb", mongoDb);

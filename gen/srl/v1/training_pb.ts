@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/training.proto.
  */
 export const file_srl_v1_training: GenFile = /*@__PURE__*/
-  fileDesc("ChVzcmwvdjEvdHJhaW5pbmcucHJvdG8SBnNybC52MSL1DgoaRXhwZXJpbWVudGFsVHJhaW5pbmdDb25maWcSLQoRYWR2YW50YWdlX2JhbGFuY2UYASABKAFCDcrzGAkQASICLTEqATFIAIgBARI0Ch9hbGxvd190cmFpbmluZ193aXRob3V0X2xvZ3Byb2JzGAIgASgIQgbK8xgCEAFIAYgBARIcCgdlcHNpbG9uGAMgASgBQgbK8xgCEAFIAogBARIhCgxlcHNpbG9uX2hpZ2gYBCABKAFCBsrzGAIQAUgDiAEBElsKGWltcG9ydGFuY2Vfc2FtcGxpbmdfbGV2ZWwYBSABKAlCM8rzGC8QATIFdG9rZW4yCHNlcXVlbmNlMgdhdmVyYWdlMhFnZW9tZXRyaWNfYXZlcmFnZUgEiAEBEiAKC2tpbWlfazJfdGF1GAYgASgBQgbK8xgCEAFIBYgBARIiCg12ZW5kb3JfazJfdGF1GAcgASgBQgbK8xgCEAFIBogBARIkCg9rbF9wZW5hbHR5X2NvZWYYCCABKAFCBsrzGAIQAUgHiAEBEjEKGWtsX3BlbmFsdHlfcmVmZXJlbmNlX3N0ZXAYCSABKAVCCcrzGAUQASIBMEgIiAEBEj8KEWtsX3BlbmFsdHlfc291cmNlGAogASgJQh/K8xgbEAEyD2N1cnJlbnRfbGVhcm5lcjIGc2FtcGxlSAmIAQESKwoTa2xfcGVuYWx0eV9zdGVwX2xhZxgLIAEoBUIJyvMYBRABIgExSAqIAQESKAoTa2xfcmVmX2FkYXB0ZXJfcGF0aBgMIAEoCUIGyvMYAhABSAuIAQESIgoNbGVhcm5pbmdfcmF0ZRgNIAEoAUIGyvMYAhABSAyIAQESMwoebG9ncHJvYl9jYWxjdWxhdGlvbl9jaHVua19zaXplGA4gASgFQgbK8xgCEAFIDYgBARIoCgdsb3NzX2ZuGA8gASgJQhLK8xgOEAEyBWNpc3BvMgNwcG9IDogBARIkCg9tYXNrX3Byb2JfcmF0aW8YECABKAhCBsrzGAIQAUgPiAEBEkYKMW1heF9uZWdhdGl2ZV9hZHZhbnRhZ2VfaW1wb3J0YW5jZV9zYW1wbGluZ193ZWlnaHQYESABKAFCBsrzGAIQAUgQiAEBEikKFG5vcm1hbGl6ZV9hZHZhbnRhZ2VzGBIgASgIQgbK8xgCEAFIEYgBARJECi9udW1fdHJhamVjdG9yaWVzX2xlYXJuaW5nX3JhdGVfbXVsdGlwbGllcl9wb3dlchgTIAEoAUIGyvMYAhABSBKIAQESKwoWcGFja2VkX3NlcXVlbmNlX2xlbmd0aBgUIAEoBUIGyvMYAhABSBOIAQESIQoMcGxvdF90ZW5zb3JzGBUgASgIQgbK8xgCEAFIFIgBARIYCgNwcG8YFiABKAhCBsrzGAIQAUgViAEBEioKFXByZWNhbGN1bGF0ZV9sb2dwcm9icxgXIAEoCEIGyvMYAhABSBaIAQESOgolc2NhbGVfbGVhcm5pbmdfcmF0ZV9ieV9yZXdhcmRfc3RkX2RldhgYIAEoCEIGyvMYAhABSBeIAQESIgoNc2NhbGVfcmV3YXJkcxgZIAEoCEIGyvMYAhABSBiIAQESMgoddHJ1bmNhdGVkX2ltcG9ydGFuY2Vfc2FtcGxpbmcYGiABKAFCBsrzGAIQAUgZiAEBQhQKEl9hZHZhbnRhZ2VfYmFsYW5jZUIiCiBfYWxsb3dfdHJhaW5pbmdfd2l0aG91dF9sb2dwcm9ic0IKCghfZXBzaWxvbkIPCg1fZXBzaWxvbl9oaWdoQhwKGl9pbXBvcnRhbmNlX3NhbXBsaW5nX2xldmVsQg4KDF9raW1pX2syX3RhdUIQCg5fdmVuZG9yX2syX3RhdUISChBfa2xfcGVuYWx0eV9jb2VmQhwKGl9rbF9wZW5hbHR5X3JlZmVyZW5jZV9zdGVwQhQKEl9rbF9wZW5hbHR5X3NvdXJjZUIWChRfa2xfcGVuYWx0eV9zdGVwX2xhZ0IWChRfa2xfcmVmX2FkYXB0ZXJfcGF0aEIQCg5fbGVhcm5pbmdfcmF0ZUIhCh9fbG9ncHJvYl9jYWxjdWxhdGlvbl9jaHVua19zaXplQgoKCF9sb3NzX2ZuQhIKEF9tYXNrX3Byb2JfcmF0aW9CNAoyX21heF9uZWdhdGl2ZV9hZHZhbnRhZ2VfaW1wb3J0YW5jZV9zYW1wbGluZ193ZWlnaHRCFwoVX25vcm1hbGl6ZV9hZHZhbnRhZ2VzQjIKMF9udW1fdHJhamVjdG9yaWVzX2xlYXJuaW5nX3JhdGVfbXVsdGlwbGllcl9wb3dlckIZChdfcGFja2VkX3NlcXVlbmNlX2xlbmd0aEIPCg1fcGxvdF90ZW5zb3JzQgYKBF9wcG9CGAoWX3ByZWNhbGN1bGF0ZV9sb2dwcm9ic0IoCiZfc2NhbGVfbGVhcm5pbmdfcmF0ZV9ieV9yZXdhcmRfc3RkX2RldkIQCg5fc2NhbGVfcmV3YXJkc0IgCh5fdHJ1bmNhdGVkX2ltcG9ydGFuY2Vfc2FtcGxpbmciuwEKGENyZWF0ZVRyYWluaW5nSm9iUmVxdWVzdBIaCghtb2RlbF9pZBgBIAEoCUIIyvMYBAgBGAESOgoRdHJhamVjdG9yeV9ncm91cHMYAiADKAsyFy5zcmwudjEuVHJhamVjdG9yeUdyb3VwQgbK8xgCCAESRwoTZXhwZXJpbWVudGFsX2NvbmZpZxgDIAEoCzIiLnNybC52MS5FeHBlcmltZW50YWxUcmFpbmluZ0NvbmZpZ0IGyvMYAhABIogCChFTZnRUcmFpbmluZ0NvbmZpZxI7CgpiYXRjaF9zaXplGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg/K8xgLEAEiATEyBGF1dG8SOAoNbGVhcm5pbmdfcmF0ZRgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIJyvMYBRABIgEwEjcKDm1ldHJpY19sb2dnaW5nGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGyvMYAhABEi8KD2Fzc2lzdGFudF90dXJucxgEIAEoCUIRyvMYDRABMgNhbGwyBGxhc3RIAIgBAUISChBfYXNzaXN0YW50X3R1cm5zIs0BChtDcmVhdGVTZnRUcmFpbmluZ0pvYlJlcXVlc3QSGgoIbW9kZWxfaWQYASABKAlCCMrzGAQIARgBEiEKEXRyYWluaW5nX2RhdGFfdXJsGAIgASgJQgbK8xgCCAESMQoGY29uZmlnGAMgASgLMhkuc3JsLnYxLlNmdFRyYWluaW5nQ29uZmlnQgbK8xgCEAESPAoTZXhwZXJpbWVudGFsX2NvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQASInChlDcmVhdGVUcmFpbmluZ0pvYlJlc3BvbnNlEgoKAmlkGAEgASgJIjgKFUdldFRyYWluaW5nSm9iUmVxdWVzdBIfCg90cmFpbmluZ19qb2JfaWQYASABKAlCBsrzGAIIASI7ChhDYW5jZWxUcmFpbmluZ0pvYlJlcXVlc3QSHwoPdHJhaW5pbmdfam9iX2lkGAEgASgJQgbK8xgCCAEiowIKC1RyYWluaW5nSm9iEgoKAmlkGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAkSIwoOdHJhaW5pbmdfc3RhcnQYBiABKAlCBsrzGAIQAUgAiAEBEiEKDHRyYWluaW5nX2VuZBgHIAEoCUIGyvMYAhABSAGIAQESIgoNZXJyb3JfbWVzc2FnZRgIIAEoCUIGyvMYAhABSAKIAQESGQoEc3RlcBgJIAEoBUIGyvMYAhABSAOIAQFCEQoPX3RyYWluaW5nX3N0YXJ0Qg8KDV90cmFpbmluZ19lbmRCEAoOX2Vycm9yX21lc3NhZ2VCBwoFX3N0ZXAymQQKCFRyYWluaW5nEn4KEUNyZWF0ZVRyYWluaW5nSm9iEiAuc3JsLnYxLkNyZWF0ZVRyYWluaW5nSm9iUmVxdWVzdBohLnNybC52MS5DcmVhdGVUcmFpbmluZ0pvYlJlc3BvbnNlIiSC0+STAh46ASoiGS92MS9wcmV2aWV3L3RyYWluaW5nLWpvYnMSiAEKFENyZWF0ZVNmdFRyYWluaW5nSm9iEiMuc3JsLnYxLkNyZWF0ZVNmdFRyYWluaW5nSm9iUmVxdWVzdBohLnNybC52MS5DcmVhdGVUcmFpbmluZ0pvYlJlc3BvbnNlIiiC0+STAiI6ASoiHS92MS9wcmV2aWV3L3NmdC10cmFpbmluZy1qb2JzEnkKDkdldFRyYWluaW5nSm9iEh0uc3JsLnYxLkdldFRyYWluaW5nSm9iUmVxdWVzdBoTLnNybC52MS5UcmFpbmluZ0pvYiIzgtPkkwItEisvdjEvcHJldmlldy90cmFpbmluZy1qb2JzL3t0cmFpbmluZ19qb2JfaWR9EoYBChFDYW5jZWxUcmFpbmluZ0pvYhIgLnNybC52MS5DYW5jZWxUcmFpbmluZ0pvYlJlcXVlc3QaEy5zcmwudjEuVHJhaW5pbmdKb2IiOoLT5JMCNCIyL3YxL3ByZXZpZXcvdHJhaW5pbmctam9icy97dHJhaW5pbmdfam9iX2lkfS9jYW5jZWxiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_srl_v1_options, file_srl_v1_trajectory]);
+  fileDesc("ChVzcmwvdjEvdHJhaW5pbmcucHJvdG8SBnNybC52MSL1DgoaRXhwZXJpbWVudGFsVHJhaW5pbmdDb25maWcSLQoRYWR2YW50YWdlX2JhbGFuY2UYASABKAFCDcrzGAkQASICLTEqATFIAIgBARI0Ch9hbGxvd190cmFpbmluZ193aXRob3V0X2xvZ3Byb2JzGAIgASgIQgbK8xgCEAFIAYgBARIcCgdlcHNpbG9uGAMgASgBQgbK8xgCEAFIAogBARIhCgxlcHNpbG9uX2hpZ2gYBCABKAFCBsrzGAIQAUgDiAEBElsKGWltcG9ydGFuY2Vfc2FtcGxpbmdfbGV2ZWwYBSABKAlCM8rzGC8QATIFdG9rZW4yCHNlcXVlbmNlMgdhdmVyYWdlMhFnZW9tZXRyaWNfYXZlcmFnZUgEiAEBEiAKC2tpbWlfazJfdGF1GAYgASgBQgbK8xgCEAFIBYgBARIiCg12ZW5kb3JfazJfdGF1GAcgASgBQgbK8xgCEAFIBogBARIkCg9rbF9wZW5hbHR5X2NvZWYYCCABKAFCBsrzGAIQAUgHiAEBEjEKGWtsX3BlbmFsdHlfcmVmZXJlbmNlX3N0ZXAYCSABKAVCCcrzGAUQASIBMEgIiAEBEj8KEWtsX3BlbmFsdHlfc291cmNlGAogASgJQh/K8xgbEAEyD2N1cnJlbnRfbGVhcm5lcjIGc2FtcGxlSAmIAQESKwoTa2xfcGVuYWx0eV9zdGVwX2xhZxgLIAEoBUIJyvMYBRABIgExSAqIAQESKAoTa2xfcmVmX2FkYXB0ZXJfcGF0aBgMIAEoCUIGyvMYAhABSAuIAQESIgoNbGVhcm5pbmdfcmF0ZRgNIAEoAUIGyvMYAhABSAyIAQESMwoebG9ncHJvYl9jYWxjdWxhdGlvbl9jaHVua19zaXplGA4gASgFQgbK8xgCEAFIDYgBARIoCgdsb3NzX2ZuGA8gASgJQhLK8xgOEAEyBWNpc3BvMgNwcG9IDogBARIkCg9tYXNrX3Byb2JfcmF0aW8YECABKAhCBsrzGAIQAUgPiAEBEkYKMW1heF9uZWdhdGl2ZV9hZHZhbnRhZ2VfaW1wb3J0YW5jZV9zYW1wbGluZ193ZWlnaHQYESABKAFCBsrzGAIQAUgQiAEBEikKFG5vcm1hbGl6ZV9hZHZhbnRhZ2VzGBIgASgIQgbK8xgCEAFIEYgBARJECi9udW1fdHJhamVjdG9yaWVzX2xlYXJuaW5nX3JhdGVfbXVsdGlwbGllcl9wb3dlchgTIAEoAUIGyvMYAhABSBKIAQESKwoWcGFja2VkX3NlcXVlbmNlX2xlbmd0aBgUIAEoBUIGyvMYAhABSBOIAQESIQoMcGxvdF90ZW5zb3JzGBUgASgIQgbK8xgCEAFIFIgBARIYCgNwcG8YFiABKAhCBsrzGAIQAUgViAEBEioKFXByZWNhbGN1bGF0ZV9sb2dwcm9icxgXIAEoCEIGyvMYAhABSBaIAQESOgolc2NhbGVfbGVhcm5pbmdfcmF0ZV9ieV9yZXdhcmRfc3RkX2RldhgYIAEoCEIGyvMYAhABSBeIAQESIgoNc2NhbGVfcmV3YXJkcxgZIAEoCEIGyvMYAhABSBiIAQESMgoddHJ1bmNhdGVkX2ltcG9ydGFuY2Vfc2FtcGxpbmcYGiABKAFCBsrzGAIQAUgZiAEBQhQKEl9hZHZhbnRhZ2VfYmFsYW5jZUIiCiBfYWxsb3dfdHJhaW5pbmdfd2l0aG91dF9sb2dwcm9ic0IKCghfZXBzaWxvbkIPCg1fZXBzaWxvbl9oaWdoQhwKGl9pbXBvcnRhbmNlX3NhbXBsaW5nX2xldmVsQg4KDF9raW1pX2syX3RhdUIQCg5fdmVuZG9yX2syX3RhdUISChBfa2xfcGVuYWx0eV9jb2VmQhwKGl9rbF9wZW5hbHR5X3JlZmVyZW5jZV9zdGVwQhQKEl9rbF9wZW5hbHR5X3NvdXJjZUIWChRfa2xfcGVuYWx0eV9zdGVwX2xhZ0IWChRfa2xfcmVmX2FkYXB0ZXJfcGF0aEIQCg5fbGVhcm5pbmdfcmF0ZUIhCh9fbG9ncHJvYl9jYWxjdWxhdGlvbl9jaHVua19zaXplQgoKCF9sb3NzX2ZuQhIKEF9tYXNrX3Byb2JfcmF0aW9CNAoyX21heF9uZWdhdGl2ZV9hZHZhbnRhZ2VfaW1wb3J0YW5jZV9zYW1wbGluZ193ZWlnaHRCFwoVX25vcm1hbGl6ZV9hZHZhbnRhZ2VzQjIKMF9udW1fdHJhamVjdG9yaWVzX2xlYXJuaW5nX3JhdGVfbXVsdGlwbGllcl9wb3dlckIZChdfcGFja2VkX3NlcXVlbmNlX2xlbmd0aEIPCg1fcGxvdF90ZW5zb3JzQgYKBF9wcG9CGAoWX3ByZWNhbGN1bGF0ZV9sb2dwcm9ic0IoCiZfc2NhbGVfbGVhcm5pbmdfcmF0ZV9ieV9yZXdhcmRfc3RkX2RldkIQCg5fc2NhbGVfcmV3YXJkc0IgCh5fdHJ1bmNhdGVkX2ltcG9ydGFuY2Vfc2FtcGxpbmciuwEKGENyZWF0ZVRyYWluaW5nSm9iUmVxdWVzdBIaCghtb2RlbF9pZBgBIAEoCUIIyvMYBAgBGAESOgoRdHJhamVjdG9yeV9ncm91cHMYAiADKAsyFy5zcmwudjEuVHJhamVjdG9yeUdyb3VwQgbK8xgCCAESRwoTZXhwZXJpbWVudGFsX2NvbmZpZxgDIAEoCzIiLnNybC52MS5FeHBlcmltZW50YWxUcmFpbmluZ0NvbmZpZ0IGyvMYAhABIogCChFTZnRUcmFpbmluZ0NvbmZpZxI7CgpiYXRjaF9zaXplGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg/K8xgLEAEiATEyBGF1dG8SOAoNbGVhcm5pbmdfcmF0ZRgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIJyvMYBRABIgEwEjcKDm1ldHJpY19sb2dnaW5nGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGyvMYAhABEi8KD2Fzc2lzdGFudF90dXJucxgEIAEoCUIRyvMYDRABMgNhbGwyBGxhc3RIAIgBAUISChBfYXNzaXN0YW50X3R1cm5zIs0BChtDcmVhdGVTZnRUcmFpbmluZ0pvYlJlcXVlc3QSGgoIbW9kZWxfaWQYASABKAlCCMrzGAQIARgBEiEKEXRyYWluaW5nX2RhdGFfdXJsGAIgASgJQgbK8xgCCAESMQoGY29uZmlnGAMgASgLMhkuc3JsLnYxLlNmdFRyYWluaW5nQ29uZmlnQgbK8xgCEAESPAoTZXhwZXJpbWVudGFsX2NvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQASInChlDcmVhdGVUcmFpbmluZ0pvYlJlc3BvbnNlEgoKAmlkGAEgASgJIjgKFUdldFRyYWluaW5nSm9iUmVxdWVzdBIfCg90cmFpbmluZ19qb2JfaWQYASABKAlCBsrzGAIIASI7ChhDYW5jZWxUcmFpbmluZ0pvYlJlcXVlc3QSHwoPdHJhaW5pbmdfam9iX2lkGAEgASgJQgbK8xgCCAEiowIKC1RyYWluaW5nSm9iEgoKAmlkGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAkSIwoOdHJhaW5pbmdfc3RhcnQYBiABKAlCBsrzGAIQAUgAiAEBEiEKDHRyYWluaW5nX2VuZBgHIAEoCUIGyvMYAhABSAGIAQESIgoNZXJyb3JfbWVzc2FnZRgIIAEoCUIGyvMYAhABSAKIAQESGQoEc3RlcBgJIAEoBUIGyvMYAhABSAOIAQFCEQoPX3RyYWluaW5nX3N0YXJ0Qg8KDV90cmFpbmluZ19lbmRCEAoOX2Vycm9yX21lc3NhZ2VCBwoFX3N0ZXAimgIKFUNyZWF0ZUFydGlmYWN0UmVxdWVzdBIbCgZlbnRpdHkYASABKAlCBsrzGAIQAUgAiAEBEhcKB3Byb2plY3QYAiABKAlCBsrzGAIIARIUCgRuYW1lGAMgASgJQgbK8xgCCAESIgoEdHlwZRgEIAEoCUIPyvMYCzoJImRhdGFzZXQiSAGIAQESKgoIZmlsZW5hbWUYBSABKAlCE8rzGA86DSJ0cmFpbi5qc29ubCJIAogBARIfCgd2ZXJzaW9uGAYgASgFQgnK8xgFEAEiATBIA4gBARIXCgdjb250ZW50GAcgASgMQgbK8xgCCAFCCQoHX2VudGl0eUIHCgVfdHlwZUILCglfZmlsZW5hbWVCCgoIX3ZlcnNpb24iKgoMQXJ0aWZhY3RGaWxlEgwKBG5hbWUYASABKAkSDAoEc2l6ZRgCIAEoAyKqAQoIQXJ0aWZhY3QSCgoCaWQYASABKAkSDgoGZW50aXR5GAIgASgJEg8KB3Byb2plY3QYAyABKAkSDAoEbmFtZRgEIAEoCRIPCgd2ZXJzaW9uGAUgASgFEgwKBHR5cGUYBiABKAkSCwoDdXJsGAcgASgJEiMKBWZpbGVzGAggAygLMhQuc3JsLnYxLkFydGlmYWN0RmlsZRISCgpjcmVhdGVkX2F0GAkgASgJMoQFCghUcmFpbmluZxJ+ChFDcmVhdGVUcmFpbmluZ0pvYhIgLnNybC52MS5DcmVhdGVUcmFpbmluZ0pvYlJlcXVlc3QaIS5zcmwudjEuQ3JlYXRlVHJhaW5pbmdKb2JSZXNwb25zZSIkgtPkkwIeOgEqIhkvdjEvcHJldmlldy90cmFpbmluZy1qb2JzEogBChRDcmVhdGVTZnRUcmFpbmluZ0pvYhIjLnNybC52MS5DcmVhdGVTZnRUcmFpbmluZ0pvYlJlcXVlc3QaIS5zcmwudjEuQ3JlYXRlVHJhaW5pbmdKb2JSZXNwb25zZSIogtPkkwIiOgEqIh0vdjEvcHJldmlldy9zZnQtdHJhaW5pbmctam9icxJ5Cg5HZXRUcmFpbmluZ0pvYhIdLnNybC52MS5HZXRUcmFpbmluZ0pvYlJlcXVlc3QaEy5zcmwudjEuVHJhaW5pbmdKb2IiM4LT5JMCLRIrL3YxL3ByZXZpZXcvdHJhaW5pbmctam9icy97dHJhaW5pbmdfam9iX2lkfRJpCg5DcmVhdGVBcnRpZmFjdBIdLnNybC52MS5DcmVhdGVBcnRpZmFjdFJlcXVlc3QaEC5zcmwudjEuQXJ0aWZhY3QiJoLT5JMCIDoHY29udGVudCIVL3YxL3ByZXZpZXcvYXJ0aWZhY3RzEoYBChFDYW5jZWxUcmFpbmluZ0pvYhIgLnNybC52MS5DYW5jZWxUcmFpbmluZ0pvYlJlcXVlc3QaEy5zcmwudjEuVHJhaW5pbmdKb2IiOoLT5JMCNCIyL3YxL3ByZXZpZXcvdHJhaW5pbmctam9icy97dHJhaW5pbmdfam9iX2lkfS9jYW5jZWxiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_srl_v1_options, file_srl_v1_trajectory]);
 
 /**
  * Optional RL settings; every field accepts null (meaning the default), unknown keys are ignored.
@@ -394,6 +394,146 @@ export const TrainingJobSchema: GenMessage<TrainingJob> = /*@__PURE__*/
   messageDesc(file_srl_v1_training, 7);
 
 /**
+ * Request of CreateArtifact. On REST everything but the body comes from the query string.
+ *
+ * @generated from message srl.v1.CreateArtifactRequest
+ */
+export type CreateArtifactRequest = Message<"srl.v1.CreateArtifactRequest"> & {
+  /**
+   * Team or user; null means the API key's entity.
+   *
+   * @generated from field: optional string entity = 1;
+   */
+  entity?: string | undefined;
+
+  /**
+   * @generated from field: string project = 2;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: optional string type = 4;
+   */
+  type?: string | undefined;
+
+  /**
+   * File name inside the artifact: `train.jsonl`, or `trajectories.jsonl` / `metadata.json`.
+   *
+   * @generated from field: optional string filename = 5;
+   */
+  filename?: string | undefined;
+
+  /**
+   * Add the file to this existing version instead of creating a new one (multi-file artifacts).
+   *
+   * @generated from field: optional int32 version = 6;
+   */
+  version?: number | undefined;
+
+  /**
+   * @generated from field: bytes content = 7;
+   */
+  content: Uint8Array;
+};
+
+/**
+ * Describes the message srl.v1.CreateArtifactRequest.
+ * Use `create(CreateArtifactRequestSchema)` to create a new message.
+ */
+export const CreateArtifactRequestSchema: GenMessage<CreateArtifactRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_training, 8);
+
+/**
+ * A file of an artifact.
+ *
+ * @generated from message srl.v1.ArtifactFile
+ */
+export type ArtifactFile = Message<"srl.v1.ArtifactFile"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: int64 size = 2;
+   */
+  size: bigint;
+};
+
+/**
+ * Describes the message srl.v1.ArtifactFile.
+ * Use `create(ArtifactFileSchema)` to create a new message.
+ */
+export const ArtifactFileSchema: GenMessage<ArtifactFile> = /*@__PURE__*/
+  messageDesc(file_srl_v1_training, 9);
+
+/**
+ * An artifact version.
+ *
+ * @generated from message srl.v1.Artifact
+ */
+export type Artifact = Message<"srl.v1.Artifact"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string entity = 2;
+   */
+  entity: string;
+
+  /**
+   * @generated from field: string project = 3;
+   */
+  project: string;
+
+  /**
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * @generated from field: int32 version = 5;
+   */
+  version: number;
+
+  /**
+   * @generated from field: string type = 6;
+   */
+  type: string;
+
+  /**
+   * `wandb-artifact:///{entity}/{project}/{name}:v{version}`, for training_data_url.
+   *
+   * @generated from field: string url = 7;
+   */
+  url: string;
+
+  /**
+   * @generated from field: repeated srl.v1.ArtifactFile files = 8;
+   */
+  files: ArtifactFile[];
+
+  /**
+   * @generated from field: string created_at = 9;
+   */
+  createdAt: string;
+};
+
+/**
+ * Describes the message srl.v1.Artifact.
+ * Use `create(ArtifactSchema)` to create a new message.
+ */
+export const ArtifactSchema: GenMessage<Artifact> = /*@__PURE__*/
+  messageDesc(file_srl_v1_training, 10);
+
+/**
  * Training jobs: RL from scored trajectory groups, SFT from uploaded data. Creating a job only
  * queues it; progress is read from the Events service.
  *
@@ -429,6 +569,17 @@ export const Training: GenService<{
     methodKind: "unary";
     input: typeof GetTrainingJobRequestSchema;
     output: typeof TrainingJobSchema;
+  },
+  /**
+   * Uploads one file of a dataset artifact (SFT data): REST takes the raw file as the body; each
+   * upload of the same name is a new version v0, v1, ...
+   *
+   * @generated from rpc srl.v1.Training.CreateArtifact
+   */
+  createArtifact: {
+    methodKind: "unary";
+    input: typeof CreateArtifactRequestSchema;
+    output: typeof ArtifactSchema;
   },
   /**
    * Stops a queued or running job; it ends with `training_failed` ("cancelled").

@@ -4,7 +4,7 @@ import type { Http2ServerRequest } from "node:http2";
 
 export class BodyTooLarge extends Error {}
 
-export async function readBody(req: IncomingMessage | Http2ServerRequest, limit: number): Promise<string> {
+export async function readBody(req: IncomingMessage | Http2ServerRequest, limit: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? NaN);
   if (declared > limit) throw new BodyTooLarge(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
   const chunks: Buffer[] = [];
@@ -14,5 +14,5 @@ export async function readBody(req: IncomingMessage | Http2ServerRequest, limit:
     if (size > limit) throw new BodyTooLarge(`request body exceeds the limit of ${limit} bytes`);
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }

@@ -2,7 +2,7 @@
 // authenticate, decode and validate the JSON (pydantic-style 422s), call the same endpoint the
 // Connect and gRPC routes call, and write JSON (or server-sent events for streaming methods).
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { create, fromJson, type DescMessage, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { toConnectError, validationError, type Violation } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
@@ -55,12 +55,13 @@ export function createTranscoder(options: TranscoderOptions) {
         if (!(restRule(first.route.method)?.public ?? false)) {
           values.set(principalKey, await authenticate(options.keys, header(req, "authorization")));
         }
-        const body = first.route.body === "" ? undefined : await parseBody(req, options.bodyLimitBytes);
+        const raw = first.route.body === "" ? undefined : await readBody(req, options.bodyLimitBytes);
+        const body = raw === undefined || rawBodyField(first.route) ? undefined : parseBody(raw);
         const chosen = chooseRoute(candidates, body);
         route = chosen.route;
         const endpoint = endpointOf.get(chosen.route.method);
         if (!endpoint) throw new Error(`no endpoint for ${chosen.route.method.name}`);
-        const request = decodeRequest(chosen.route, chosen.params, url.searchParams, body);
+        const request = decodeRequest(chosen.route, chosen.params, url.searchParams, body, raw);
         values.set(restValidatedKey, true);
         if (isObject(body)) values.set(rawBodyKey, plain(body) as JsonObject);
         const abort = new AbortController();
@@ -104,8 +105,8 @@ export function createTranscoder(options: TranscoderOptions) {
   };
 }
 
-async function parseBody(req: Request, limit: number): Promise<LosslessJson | undefined> {
-  const text = await readBody(req, limit);
+function parseBody(raw: Buffer): LosslessJson | undefined {
+  const text = raw.toString("utf8");
   if (text.trim() === "") return undefined;
   try {
     return parseJsonLossless(text);
@@ -125,20 +126,36 @@ function chooseRoute<T extends { route: RestRoute }>(candidates: T[], body: Loss
   return flagged ?? candidates.find((c) => !restRule(c.route.method)?.selectWhenTrue) ?? (candidates[0] as T);
 }
 
-function decodeRequest(route: RestRoute, params: Record<string, string>, query: URLSearchParams, body: LosslessJson | undefined): Message {
+/** A rule whose body is one `bytes` field takes the request body as the raw file (uploads). */
+function rawBodyField(route: RestRoute): boolean {
+  const field = route.method.input.fields.find((f) => f.name === route.body);
+  return field?.fieldKind === "scalar" && field.scalar === ScalarType.BYTES;
+}
+
+function decodeRequest(route: RestRoute, params: Record<string, string>, query: URLSearchParams, body: LosslessJson | undefined, raw: Buffer | undefined): Message {
   const desc = route.method.input;
   const violations: Violation[] = [];
   const pathFields = new Set(route.pathParams);
   const others = (keep: Set<string>) => new Set(desc.fields.map((f) => f.name).filter((n) => !keep.has(n)));
   const json: JsonObject = decodeFields(desc, params, ["path"], violations, others(pathFields));
+  if (route.body !== "*") {
+    // Fields neither in the path nor the body come from the query string.
+    const bound = new Set([...pathFields, ...(route.body ? [route.body] : [])]);
+    Object.assign(json, decodeFields(desc, queryObject(desc, query), ["query"], violations, bound));
+  }
   if (route.body === "") {
-    Object.assign(json, decodeFields(desc, queryObject(desc, query), ["query"], violations, pathFields));
+    // No body.
+  } else if (rawBodyField(route)) {
+    if (!raw || raw.length === 0) violations.push({ type: "missing", loc: ["body"], msg: "Field required", input: null });
+    else json[route.body] = raw.toString("base64");
   } else if (body === undefined) {
     violations.push({ type: "missing", loc: ["body"], msg: "Field required", input: null });
   } else if (!isObject(body)) {
     violations.push({ type: "model_attributes_type", loc: ["body"], msg: "Input should be a valid dictionary or object to extract fields from", input: plain(body) });
-  } else {
+  } else if (route.body === "*") {
     Object.assign(json, decodeFields(desc, body, ["body"], violations, pathFields));
+  } else {
+    Object.assign(json, decodeFields(desc, { [route.body]: body }, [], violations, others(new Set([route.body]))));
   }
   if (violations.length > 0) throw validationError(violations);
   try {

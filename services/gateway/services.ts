@@ -1,0 +1,55 @@
+// The domain objects of one process over one database: built once here for the server and for a
+// standalone training worker, so both see the same collections the same way.
+import type { Db } from "mongodb";
+import type { Config } from "../core/config.js";
+import type { Logger } from "../core/logger.js";
+import { Artifacts } from "../artifacts/store.js";
+import { EventLog } from "../events/event-log.js";
+import { AdapterFiles } from "../inference/adapter-files.js";
+import { modelPath } from "../inference/engine/llama/model-source.js";
+import { BaseModelCatalog } from "../models/catalog.js";
+import { Checkpoints } from "../models/checkpoints.js";
+import { ModelDeletion } from "../models/delete-model.js";
+import { ModelRegistry } from "../models/registry.js";
+import { Runs } from "../models/runs.js";
+import { TrajectoryLog } from "../models/trajectory-log.js";
+import { Blobs } from "../store/blobs.js";
+import { ensureIndexes } from "../store/mongo.js";
+import { TrainingJobs } from "../training/jobs.js";
+import { runTrainingJob } from "../training/trainer/index.js";
+import { TrainingWorker } from "../training/worker/worker.js";
+import { ApiKeys } from "./auth/api-keys.js";
+
+export async function buildServices(db: Db, config: Config, log: Logger) {
+  const keys = new ApiKeys(db);
+  const blobs = new Blobs(db);
+  const catalog = new BaseModelCatalog(config.baseModels, config.priorityModels);
+  const runs = new Runs(db);
+  const checkpoints = new Checkpoints(db, blobs);
+  const registry = new ModelRegistry(db, catalog, runs, checkpoints);
+  const trajectoryLog = new TrajectoryLog(db, blobs);
+  const events = new EventLog(db);
+  const jobs = new TrainingJobs(db, blobs, events);
+  const artifacts = new Artifacts(db, blobs);
+  const adapters = new AdapterFiles(config.dataDir, blobs);
+  const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, blobs, artifacts });
+  await ensureIndexes([keys, blobs, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts]);
+  const worker = new TrainingWorker(
+    {
+      jobs,
+      events,
+      registry,
+      catalog,
+      checkpoints,
+      runs,
+      artifacts,
+      adapters,
+      baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
+      train: runTrainingJob,
+      dataDir: config.dataDir,
+      log: log.child({ component: "worker" }),
+    },
+    { leaseMs: config.workerLeaseMs, pollMs: 1_000, maxAttempts: config.workerMaxAttempts },
+  );
+  return { keys, blobs, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker };
+}

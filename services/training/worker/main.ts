@@ -1,0 +1,28 @@
+// `npm run worker`: a training worker process on its own (MONGODB_URI, or the running server's
+// embedded database under DATA_DIR). Several may run against one database.
+import { loadConfig } from "../../core/config.js";
+import { createLogger } from "../../core/logger.js";
+import { connectDatabase, runningDatabaseUri } from "../../store/mongo.js";
+import { buildServices } from "../../gateway/services.js";
+
+const config = loadConfig();
+const log = createLogger({ level: config.logLevel, fields: { component: "worker" } });
+const uri = config.mongodbUri ?? (await runningDatabaseUri(config.dataDir));
+if (!uri) {
+  log.error("no database: set MONGODB_URI, or start the server first (npm start) so its embedded database is running");
+  process.exit(1);
+}
+const database = await connectDatabase(uri, config.mongodbDb);
+const { worker } = await buildServices(database.db, config, log);
+worker.start();
+process.stdout.write(`Training worker ${worker.id} is claiming jobs from ${uri}${config.mongodbDb}. Stop it with Ctrl-C.\n`);
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await worker.stop();
+  await database.close();
+  process.exit(0);
+};
+process.on("SIGTERM", () => void stop());
+process.on("SIGINT", () => void stop());

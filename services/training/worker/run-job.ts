@@ -1,0 +1,176 @@
+// One claimed job, start to finish: gather the input, run the trainer with heartbeats, then write
+// the checkpoint (adapter first, then the row, listed and servable) before `training_ended`. Any
+// failure ends the job with exactly one `training_failed` carrying the reason.
+import { copyFile, mkdir, readFile, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Artifacts } from "../../artifacts/store.js";
+import type { Logger } from "../../core/logger.js";
+import type { EventLog } from "../../events/event-log.js";
+import type { AdapterFiles } from "../../inference/adapter-files.js";
+import type { BaseModelCatalog } from "../../models/catalog.js";
+import type { Checkpoints } from "../../models/checkpoints.js";
+import type { ModelRegistry } from "../../models/registry.js";
+import type { Runs } from "../../models/runs.js";
+import { resolveTrainingData } from "../artifact-url.js";
+import type { TrainingJobRecord, TrainingJobs } from "../jobs.js";
+import { readSftRows } from "../sft-data.js";
+import { TrainingInputError, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
+
+export interface WorkerDeps {
+  jobs: TrainingJobs;
+  events: EventLog;
+  registry: ModelRegistry;
+  catalog: BaseModelCatalog;
+  checkpoints: Checkpoints;
+  runs: Runs;
+  artifacts: Artifacts;
+  adapters: AdapterFiles;
+  /** The base model's GGUF path for a catalog source (built-in, file or hf:). */
+  baseModelPath(source: string): Promise<string>;
+  train(input: TrainingJobInput, progress: TrainingProgress, signal: AbortSignal): Promise<TrainingJobResult>;
+  dataDir: string;
+  log: Logger;
+}
+
+export interface JobRunOptions {
+  workerId: string;
+  leaseMs: number;
+  /** Set when the worker shuts down: the job goes back to the queue instead of failing. */
+  shutdown: AbortSignal;
+}
+
+export async function runJob(deps: WorkerDeps, job: TrainingJobRecord, options: JobRunOptions): Promise<void> {
+  const { jobs, events, log } = deps;
+  const abort = new AbortController();
+  const lost = { value: false };
+  const heartbeat = setInterval(() => {
+    jobs.heartbeat(job._id, options.workerId, options.leaseMs).then(
+      (held) => {
+        if (!held) {
+          lost.value = true; // cancelled, deleted or taken over: stop working on it
+          abort.abort();
+        }
+      },
+      (error: unknown) => log.warn("heartbeat failed", { job_id: job._id, error }),
+    );
+  }, Math.max(200, Math.floor(options.leaseMs / 3)));
+  const onShutdown = () => abort.abort();
+  options.shutdown.addEventListener("abort", onShutdown);
+  const started = performance.now();
+  try {
+    const checkpoint = await train(deps, job, abort.signal);
+    if (!(await jobs.finish(job._id, options.workerId, checkpoint.step))) {
+      // Cancelled, deleted or taken over while the checkpoint was being written: take it back,
+      // so a job that did not succeed leaves no checkpoint behind.
+      if (checkpoint.created) await deps.checkpoints.deleteById(checkpoint.id);
+      return;
+    }
+    const step = checkpoint.step;
+    await deps.runs.append(checkpoint.runId, checkpoint.metricsStep, "train", prefixTrain(checkpoint.metrics));
+    await events.append(job._id, "training_ended", { step });
+    log.info("training job succeeded", { job_id: job._id, model_id: job.model_id, step, seconds: Math.round((performance.now() - started) / 100) / 10 });
+  } catch (error) {
+    if (options.shutdown.aborted && !lost.value) {
+      await jobs.requeue(job._id, options.workerId);
+      log.info("training job handed back to the queue (worker stopping)", { job_id: job._id });
+      return;
+    }
+    if (lost.value) return;
+    const message = error instanceof Error ? error.message : String(error);
+    if (!(error instanceof TrainingInputError)) log.error("training job failed", { job_id: job._id, error });
+    if (await jobs.fail(job._id, message, options.workerId)) {
+      if (!(await events.hasEnded(job._id))) await events.append(job._id, "training_failed", { error_message: message });
+    }
+  } finally {
+    clearInterval(heartbeat);
+    options.shutdown.removeEventListener("abort", onShutdown);
+  }
+}
+
+/** Trains and writes the checkpoint (or finds the one an earlier attempt wrote). */
+async function train(
+  deps: WorkerDeps,
+  job: TrainingJobRecord,
+  signal: AbortSignal,
+): Promise<{ id: string; step: number; created: boolean; runId: string; metrics: Record<string, number>; metricsStep: number }> {
+  const { registry, catalog, checkpoints, events } = deps;
+  const model = await registry.get(job.model_id);
+  if (!model) throw new TrainingInputError(`model ${job.model_id} no longer exists`);
+  // A previous attempt that got as far as writing the checkpoint: finish with it, never a second one.
+  const done = await checkpoints.ofJob(model._id, job._id);
+  const config = JSON.parse(job.config_json) as JsonObject;
+  const metricsStep = (step: number) => metricLoggingStep(config) ?? step;
+  if (done) return { id: done._id, step: done.step, created: false, runId: model.run_id, metrics: done.metrics, metricsStep: metricsStep(done.step) };
+
+  const base = catalog.get(model.base_model);
+  if (!base) throw new TrainingInputError(`base model ${model.base_model} is no longer offered by this deployment`);
+  const latest = await checkpoints.latest(model._id);
+  const step = (latest?.step ?? 0) + 1;
+  const previousAdapterPath = latest?.adapter_blob_id ? await deps.adapters.pathFor(latest._id, latest.adapter_blob_id) : null;
+  const adapterOutPath = join(deps.dataDir, "adapters", `job-${job._id}-${job.attempts}.gguf`);
+  await mkdir(join(deps.dataDir, "adapters"), { recursive: true });
+
+  const input: TrainingJobInput =
+    job.type === "rl"
+      ? { kind: "rl", baseModelPath: await deps.baseModelPath(base.source), previousAdapterPath, adapterOutPath, groups: await deps.jobs.inputOf(job), experimentalConfig: config }
+      : {
+          kind: "sft",
+          baseModelPath: await deps.baseModelPath(base.source),
+          previousAdapterPath,
+          adapterOutPath,
+          sftRows: await sftRows(deps, job),
+          sftConfig: (config.config ?? {}) as JsonObject,
+        };
+
+  const alreadyStarted = await events.hasStarted(job._id);
+  const progress: TrainingProgress = {
+    started: (numSequences) => {
+      if (!alreadyStarted) void events.append(job._id, "training_started", { num_sequences: numSequences }).catch(() => undefined);
+    },
+    step: (metrics) => {
+      void events.append(job._id, "gradient_step", numericOnly(metrics)).catch(() => undefined);
+    },
+  };
+  const result = await deps.train(input, progress, signal);
+  if (signal.aborted) throw new Error("aborted");
+
+  const adapter = await adapterBytes(adapterOutPath, result, previousAdapterPath);
+  const checkpoint = await checkpoints.create(model._id, step, result.metrics, adapter ? { filename: `step-${step}.gguf`, data: adapter } : undefined, job._id);
+  await rm(adapterOutPath, { force: true });
+  return { id: checkpoint._id, step, created: true, runId: model.run_id, metrics: result.metrics, metricsStep: metricsStep(step) };
+}
+
+async function sftRows(deps: WorkerDeps, job: TrainingJobRecord): Promise<JsonObject[]> {
+  const artifact = await resolveTrainingData(deps.artifacts, job.entity, job.training_data_url ?? "", []).catch((error: unknown) => {
+    throw new TrainingInputError(error instanceof Error ? error.message : String(error));
+  });
+  if (!artifact) throw new TrainingInputError("https training data is not supported by this worker yet");
+  return readSftRows(deps.artifacts, artifact);
+}
+
+/** The new adapter's bytes; with nothing trained, the previous adapter carries over (or none at step 0). */
+async function adapterBytes(path: string, result: TrainingJobResult, previous: string | null): Promise<Buffer | null> {
+  const exists = await stat(path).then(() => true, () => false);
+  if (exists) return readFile(path);
+  if (!result.trained && previous) {
+    await copyFile(previous, path);
+    return readFile(path);
+  }
+  if (!result.trained) return null;
+  throw new Error("the trainer reported success but wrote no adapter");
+}
+
+function metricLoggingStep(config: JsonObject): number | undefined {
+  const logging = (config.config as JsonObject | undefined)?.metric_logging as JsonObject | undefined;
+  const target = logging?.enabled !== false ? logging?.target_training_step : undefined;
+  return typeof target === "number" && Number.isInteger(target) ? target : undefined;
+}
+
+function prefixTrain(metrics: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(metrics).map(([name, value]) => [name.includes("/") ? name : `train/${name}`, value]));
+}
+
+function numericOnly(metrics: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(metrics).filter(([, value]) => typeof value === "number" && Number.isFinite(value)));
+}

@@ -1,0 +1,179 @@
+// Training end to end through the REST API: SFT on uploaded data and RL on completions sampled
+// from the service itself, each followed with the ART client's polling loop; the new checkpoint is
+// listed and served at once. Also the failure and cancellation paths.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
+import { connectDatabase } from "../../services/store/mongo.js";
+import { rest as restAt } from "../support/clients.js";
+import { followJob as followJobAt } from "../support/art-client.js";
+import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+
+// A server of its own, with the in-process training worker on.
+let dataDir = "";
+let database: EmbeddedDatabase;
+let server: ServerProcess;
+let key = "";
+const entity = "trainer";
+const rest = (method: string, path: string, options: Parameters<typeof restAt>[2] = {}) => restAt(method, path, { ...options, base: server.url });
+const followJob = (apiKey: string, jobId: string, modelId: string) => followJobAt(apiKey, jobId, modelId, server.url);
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "srl-train-"));
+  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
+  server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_train", ENGINE_THREADS: "1", WORKER_LEASE_MS: "3000" });
+  const db = await connectDatabase(database.uri, "srl_train");
+  key = (await new ApiKeys(db.db).create(entity)).key;
+  await db.close();
+});
+afterAll(async () => {
+  await server?.stop();
+  await database?.stop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+async function newModel(name: string): Promise<{ id: string; run_id: string }> {
+  const res = await rest("POST", "/v1/preview/models", { key, body: { project: "e2e", name, base_model: "tiny-chat" } });
+  expect(res.status).toBe(200);
+  return res.body as { id: string; run_id: string };
+}
+
+async function upload(name: string, text: string, filename = "train.jsonl"): Promise<{ url: string; version: number }> {
+  const res = await rest("POST", `/v1/preview/artifacts?project=e2e&name=${name}&type=dataset&filename=${filename}`, {
+    key,
+    rawBody: text,
+    headers: { "content-type": "application/jsonl" },
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body as { url: string; version: number };
+}
+
+async function greedy(model: string, question: string, maxTokens = 8): Promise<string> {
+  const res = await rest("POST", "/v1/chat/completions", { key, body: { model, messages: [{ role: "user", content: question }], temperature: 0, max_tokens: maxTokens } });
+  expect(res.status).toBe(200);
+  return (res.body as { choices: { message: { content: string } }[] }).choices[0]?.message.content ?? "";
+}
+
+describe("artifacts", () => {
+  it("uploads versions v0, v1 and refuses an empty file", async () => {
+    const first = await upload("versions", '{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}\n');
+    expect(first).toMatchObject({ version: 0, url: `wandb-artifact:///${entity}/e2e/versions:v0`, files: [{ name: "train.jsonl", size: expect.any(Number) }] });
+    expect((await upload("versions", "{}\n")).version).toBe(1);
+    const empty = await rest("POST", "/v1/preview/artifacts?project=e2e&name=empty", { key, rawBody: "" });
+    expect(empty.status).toBe(422);
+  });
+});
+
+describe("SFT", () => {
+  it("trains on uploaded data; the new checkpoint is listed and serves the trained answers", async () => {
+    const model = await newModel("sft");
+    const pairs = [
+      ["2+2?", "four"],
+      ["Capital of France?", "Paris"],
+    ];
+    const before = await Promise.all(pairs.map(([q]) => greedy(`wandb-artifact:///${entity}/e2e/sft`, q as string)));
+    pairs.forEach(([, answer], i) => expect(before[i]?.startsWith(answer as string)).toBe(false));
+    const lines = Array.from({ length: 24 }, (_, i) => pairs[i % pairs.length] as string[]).map(([q, a]) => JSON.stringify({ messages: [{ role: "user", content: q }, { role: "assistant", content: a }] }));
+    const data = await upload("sft-data-0123456789ab", lines.join("\n") + "\n");
+    const job = await rest("POST", "/v1/preview/sft-training-jobs", {
+      key,
+      body: { model_id: model.id, training_data_url: data.url, config: { batch_size: 2, learning_rate: 0.01, metric_logging: { enabled: true, target_training_step: 1 } } },
+    });
+    expect(job.status).toBe(200);
+    const outcome = await followJob(key, (job.body as { id: string }).id, model.id);
+    expect(outcome.terminal.type, JSON.stringify(outcome.terminal.data)).toBe("training_ended");
+    expect(outcome.step).toBe(1);
+    expect(outcome.gradientSteps.length).toBe(outcome.numSequences);
+    for (const [question, answer] of pairs) expect(await greedy(`wandb-artifact:///${entity}/e2e/sft`, question as string)).toMatch(new RegExp(`^${answer}`));
+    // Step 0 is still the base model.
+    expect(await greedy(`wandb-artifact:///${entity}/e2e/sft:step0`, pairs[0]?.[0] as string)).toBe(before[0]);
+    const history = await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?name=train/loss`, { key });
+    expect((history.body as { data: { step: number }[] }).data.map((m) => m.step)).toEqual([1]);
+  });
+
+  it("fails a job on bad data with one training_failed naming the line", async () => {
+    const model = await newModel("sft-bad");
+    const data = await upload("bad-data", '{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}\n{"messages":[{"role":"user","content":"only a question"}]}\n');
+    const job = (await rest("POST", "/v1/preview/sft-training-jobs", { key, body: { model_id: model.id, training_data_url: data.url } })).body as { id: string };
+    const outcome = await followJob(key, job.id, model.id);
+    expect(outcome.terminal).toMatchObject({ type: "training_failed", data: { error_message: "train.jsonl line 2: the last message must be the assistant's (it is \"user\")" } });
+    expect(outcome.step).toBe(0);
+    const events = (await rest("GET", `/v1/preview/training-jobs/${job.id}/events?limit=100`, { key })).body as { data: { type: string }[] };
+    expect(events.data.filter((e) => e.type === "training_failed" || e.type === "training_ended").length).toBe(1);
+  });
+});
+
+describe("RL", () => {
+  it("trains on completions sampled from the service; the next request is served by the new adapter", async () => {
+    const model = await newModel("rl");
+    const name = `wandb-artifact:///${entity}/e2e/rl`;
+    const prompt = [{ role: "system", content: "Answer briefly." }, { role: "user", content: "Say something." }];
+    const groups = [];
+    for (let group = 0; group < 2; group++) {
+      const sampled = await rest("POST", "/v1/chat/completions", {
+        key,
+        body: { model: name, messages: prompt, n: 4, temperature: 1, seed: group, max_tokens: 12, logprobs: true, return_tokens_as_token_ids: true, return_token_ids: true },
+      });
+      expect(sampled.status).toBe(200);
+      const choices = (sampled.body as { choices: { message: { content: string } }[] }).choices;
+      // Reward: the share of the letter "e" in the reply.
+      groups.push({
+        trajectories: choices.map((choice) => ({
+          messages_and_choices: [...prompt, choice],
+          reward: [...choice.message.content].filter((c) => c === "e").length / Math.max(1, choice.message.content.length),
+        })),
+      });
+    }
+    const before = await greedy(`${name}:step0`, "Say something.", 12);
+    const job = await rest("POST", "/v1/preview/training-jobs", { key, body: { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 0.05 } } });
+    expect(job.status).toBe(200);
+    const outcome = await followJob(key, (job.body as { id: string }).id, model.id);
+    expect(outcome.terminal.type, JSON.stringify(outcome.terminal.data)).toBe("training_ended");
+    expect(outcome.step).toBe(1);
+    expect(outcome.numSequences).toBeGreaterThan(0);
+    const after = await greedy(name, "Say something.", 12);
+    expect(after).not.toBe(before);
+    expect(await greedy(`${name}:step0`, "Say something.", 12)).toBe(before);
+  });
+
+  it("cancels a running and a queued job, each with exactly one terminal event and no checkpoint", async () => {
+    const model = await newModel("rl-cancel");
+    // A long SFT job keeps the model busy, so the RL job behind it stays queued.
+    const lines = Array.from({ length: 400 }, (_, i) => JSON.stringify({ messages: [{ role: "user", content: `q${i}` }, { role: "assistant", content: `a${i}` }] }));
+    const data = await upload("long-data", lines.join("\n"));
+    const running = (await rest("POST", "/v1/preview/sft-training-jobs", { key, body: { model_id: model.id, training_data_url: data.url, config: { batch_size: 1 } } })).body as { id: string };
+    const groups = [{ trajectories: [{ messages_and_choices: [{ role: "user", content: "x" }], reward: 1 }, { reward: 0 }] }];
+    const queued = (await rest("POST", "/v1/preview/training-jobs", { key, body: { model_id: model.id, trajectory_groups: groups } })).body as { id: string };
+    for (let i = 0; i < 60; i++) {
+      const state = (await rest("GET", `/v1/preview/training-jobs/${running.id}`, { key })).body as { status: string };
+      if (state.status === "running") break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect((await rest("GET", `/v1/preview/training-jobs/${queued.id}`, { key })).body).toMatchObject({ status: "queued" });
+    for (const id of [queued.id, running.id]) {
+      expect((await rest("POST", `/v1/preview/training-jobs/${id}/cancel`, { key })).body).toMatchObject({ status: "failed", error_message: "cancelled" });
+      const outcome = await followJob(key, id, model.id);
+      expect(outcome.terminal).toMatchObject({ type: "training_failed", data: { error_message: "cancelled" } });
+    }
+    // Give the worker time to notice (its next heartbeat) and make sure nothing else appears.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    for (const id of [queued.id, running.id]) {
+      const events = (await rest("GET", `/v1/preview/training-jobs/${id}/events?limit=100`, { key })).body as { data: { type: string }[]; has_more: boolean };
+      expect(events.data.filter((e) => e.type === "training_failed" || e.type === "training_ended").length).toBe(1);
+    }
+    expect((await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body).toMatchObject({ data: [{ step: 0 }] });
+  });
+
+  it("advances the step even when nothing is trainable (the adapter carries over)", async () => {
+    const model = await newModel("rl-flat");
+    // Equal rewards: every advantage is zero.
+    const groups = [{ trajectories: [{ messages_and_choices: [{ role: "user", content: "x" }], reward: 1 }, { reward: 1 }] }];
+    const job = (await rest("POST", "/v1/preview/training-jobs", { key, body: { model_id: model.id, trajectory_groups: groups } })).body as { id: string };
+    const outcome = await followJob(key, job.id, model.id);
+    expect(outcome.terminal.type, JSON.stringify(outcome.terminal.data)).toBe("training_ended");
+    expect(outcome.step).toBe(1);
+  });
+});

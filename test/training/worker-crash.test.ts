@@ -1,0 +1,90 @@
+// Crash recovery: standalone workers share the database; the one running a job is killed with
+// SIGKILL, its lease expires, another worker retries the job from the start and finishes it, with
+// one checkpoint and one terminal event.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
+import { connectDatabase, type Database } from "../../services/store/mongo.js";
+import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+
+const repoRoot = join(import.meta.dirname, "..", "..");
+let dataDir = "";
+let database: EmbeddedDatabase;
+let db: Database;
+let server: ServerProcess;
+let key = "";
+const workers: ChildProcess[] = [];
+
+function startWorker(): ChildProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "services/training/worker/main.ts")], {
+    cwd: repoRoot,
+    env: { ...process.env, MONGODB_URI: database.uri, MONGODB_DB: "srl_crash", DATA_DIR: dataDir, WORKER_LEASE_MS: "2000", LOG_LEVEL: "warn" },
+    stdio: "ignore",
+  });
+  workers.push(child);
+  return child;
+}
+
+const call = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "srl-crash-"));
+  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
+  server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_crash", TRAINING_WORKER: "0", ENGINE_THREADS: "1" });
+  db = await connectDatabase(database.uri, "srl_crash");
+  key = (await new ApiKeys(db.db).create("crash")).key;
+});
+afterAll(async () => {
+  for (const worker of workers) if (worker.exitCode === null) worker.kill("SIGKILL");
+  await db?.close();
+  await server?.stop();
+  await database?.stop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe("a worker killed during a job", () => {
+  it("loses the job to another worker, which finishes it with one checkpoint and one terminal event", async () => {
+    const model = (await call("POST", "/v1/preview/models", { project: "crash", name: "m", base_model: "tiny-chat" })).body as { id: string };
+    const lines = Array.from({ length: 160 }, (_, i) => JSON.stringify({ messages: [{ role: "user", content: `question ${i}` }, { role: "assistant", content: `answer ${i}` }] }));
+    const upload = await fetch(`${server.url}/v1/preview/artifacts?project=crash&name=data`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: lines.join("\n") });
+    const artifact = (await upload.json()) as { url: string };
+    const job = (await call("POST", "/v1/preview/sft-training-jobs", { model_id: model.id, training_data_url: artifact.url, config: { batch_size: 1 } })).body as { id: string };
+
+    const first = startWorker();
+    // Wait until the job is running and has made progress, then kill its worker.
+    const jobs = db.db.collection("training_jobs");
+    for (let i = 0; i < 120; i++) {
+      const events = await db.db.collection("events").countDocuments({ job_id: job.id, type: "gradient_step" });
+      if (events >= 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const running = await jobs.findOne({ _id: job.id as never });
+    expect(running?.status).toBe("running");
+    expect(String(running?.lease_owner)).toContain(`:${first.pid}:`);
+    first.kill("SIGKILL");
+
+    startWorker();
+    let done: Record<string, unknown> | null = null;
+    for (let i = 0; i < 240 && !done; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const state = (await call("GET", `/v1/preview/training-jobs/${job.id}`)).body;
+      if (state.status === "succeeded" || state.status === "failed") done = state;
+    }
+    expect(done).toMatchObject({ status: "succeeded", step: 1 });
+    const attempts = (await jobs.findOne({ _id: job.id as never }))?.attempts;
+    expect(attempts).toBe(2);
+    const checkpoints = (await call("GET", `/v1/preview/models/${model.id}/checkpoints`)).body as { data: { step: number }[] };
+    expect(checkpoints.data.map((c) => c.step)).toEqual([0, 1]);
+    const types = (await db.db.collection("events").find({ job_id: job.id }).sort({ seq: 1 }).toArray()).map((e) => e.type as string);
+    expect(types[0]).toBe("training_started");
+    expect(types.filter((t) => t === "training_started").length).toBe(1);
+    expect(types.filter((t) => t === "training_ended" || t === "training_failed")).toEqual(["training_ended"]);
+  });
+});
