@@ -5,7 +5,7 @@ export {}; // a module, for top-level await
 
 const base = (process.env.SRL_URL ?? "http://127.0.0.1:8000").replace(/\/$/, "");
 const key = process.env.SRL_API_KEY;
-const steps = Number(process.env.DEMO_STEPS ?? 5);
+const steps = Number(process.env.DEMO_STEPS ?? 6);
 if (!key) {
   console.error("Set SRL_API_KEY to an API key of the running service (npm start prints one on its first start; npm run keys -- create --entity NAME makes more).");
   process.exit(2);
@@ -59,7 +59,7 @@ for (let step = 1; step <= steps; step++) {
       }),
     });
   }
-  const job = await call<{ id: string }>("POST", "/preview/training-jobs", { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 0.02 } });
+  const job = await call<{ id: string }>("POST", "/preview/training-jobs", { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 0.001 } });
   let after = "";
   let outcome = "";
   while (!outcome) {

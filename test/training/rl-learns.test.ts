@@ -1,0 +1,81 @@
+// RL learns: a GRPO-style loop through the public API on the tiny model. Each step samples groups
+// of completions, rewards the share of the letter "e" in each reply, and trains one job on them;
+// the mean reward rises over a few steps. The curve is printed.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
+import { connectDatabase } from "../../services/store/mongo.js";
+import { rest as restAt } from "../support/clients.js";
+import { followJob } from "../support/art-client.js";
+import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+
+let dataDir = "";
+let database: EmbeddedDatabase;
+let server: ServerProcess;
+let key = "";
+const rest = (method: string, path: string, body?: unknown) => restAt(method, path, { key, body, base: server.url });
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "srl-rl-"));
+  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
+  server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_rl", ENGINE_THREADS: "1" });
+  const db = await connectDatabase(database.uri, "srl_rl");
+  key = (await new ApiKeys(db.db).create("rl")).key;
+  await db.close();
+});
+afterAll(async () => {
+  await server?.stop();
+  await database?.stop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const reward = (text: string) => [...text].filter((c) => c === "e").length / Math.max(1, [...text].length);
+
+describe("RL learns", () => {
+  it("raises the mean reward over a few steps", async () => {
+    const model = (await rest("POST", "/v1/preview/models", { project: "rl", name: "e-lover", base_model: "tiny-chat" })).body as { id: string; entity: string };
+    const name = `wandb-artifact:///${model.entity}/rl/e-lover`;
+    const prompts = ["Tell me a story.", "Describe the sea.", "What is a tree?", "Say hello."];
+    const curve: number[] = [];
+    for (let step = 0; step < 6; step++) {
+      const groups = [];
+      let total = 0;
+      let count = 0;
+      for (const [index, prompt] of prompts.entries()) {
+        const messages = [{ role: "user", content: prompt }];
+        const sampled = await rest("POST", "/v1/chat/completions", {
+          model: name,
+          messages,
+          n: 8,
+          temperature: 1,
+          seed: step * 100 + index,
+          max_tokens: 16,
+          logprobs: true,
+          return_tokens_as_token_ids: true,
+        });
+        expect(sampled.status).toBe(200);
+        const choices = (sampled.body as { choices: { message: { content: string } }[] }).choices;
+        groups.push({
+          trajectories: choices.map((choice) => {
+            const r = reward(choice.message.content);
+            total += r;
+            count++;
+            return { messages_and_choices: [...messages, choice], reward: r };
+          }),
+        });
+      }
+      curve.push(total / count);
+      if (step === 5) break;
+      const job = await rest("POST", "/v1/preview/training-jobs", { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 0.001 } });
+      const outcome = await followJob(key, (job.body as { id: string }).id, model.id, server.url);
+      expect(outcome.terminal.type, JSON.stringify(outcome.terminal.data)).toBe("training_ended");
+    }
+    process.stdout.write(`mean reward per step: ${curve.map((r) => r.toFixed(3)).join(" -> ")}\n`);
+    // A small learning rate: larger ones collapse this random tiny model onto one reply within a
+    // step or two (measured), which can land on a reply without the letter.
+    expect(curve[curve.length - 1]).toBeGreaterThan((curve[0] as number) * 1.15);
+  });
+});
