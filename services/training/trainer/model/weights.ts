@@ -5,6 +5,7 @@ import { numpy as np } from "@jax-js/jax";
 import { GgufReader, SUPPORTED_TENSOR_TYPES } from "../../../weights/gguf/index.js";
 import { TrainingInputError } from "../api.js";
 import { llamaConfigFromGguf, type LlamaConfig } from "./config.js";
+import { LORA_TARGET_TENSORS } from "../../../weights/llama-layout.js";
 
 export type LayerWeights = {
   attnNorm: np.Array;
@@ -35,16 +36,8 @@ export interface BaseModel {
   shapes: Map<string, readonly number[]>;
 }
 
-/** Base tensor names of a layer's projections, keyed like LayerWeights. */
-export const PROJECTION_TENSORS = {
-  q: "attn_q",
-  k: "attn_k",
-  v: "attn_v",
-  o: "attn_output",
-  gate: "ffn_gate",
-  up: "ffn_up",
-  down: "ffn_down",
-} as const;
+/** Base tensor names of a layer's projections, keyed like LayerWeights (the LoRA targets). */
+export const PROJECTION_TENSORS = LORA_TARGET_TENSORS;
 
 export type Projection = keyof typeof PROJECTION_TENSORS;
 export const PROJECTIONS = Object.keys(PROJECTION_TENSORS) as Projection[];
