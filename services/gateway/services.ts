@@ -47,6 +47,7 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
       baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
       train: runTrainingJob,
       dataDir: config.dataDir,
+      artifactHttpsHosts: config.artifactHttpsHosts,
       log: log.child({ component: "worker" }),
     },
     { leaseMs: config.workerLeaseMs, pollMs: 1_000, maxAttempts: config.workerMaxAttempts },

@@ -13,6 +13,11 @@ export async function readSftRows(artifacts: Artifacts, artifact: ArtifactRecord
   throw new TrainingInputError(`artifact ${artifact.name}:v${artifact.version} has neither train.jsonl nor trajectories.jsonl (files: ${artifact.files.map((f) => f.name).join(", ")})`);
 }
 
+/** `train.jsonl` text from elsewhere (an allowed https URL). */
+export function parseTrainJsonl(text: string): JsonObject[] {
+  return parseLines("train.jsonl", text, (line) => line);
+}
+
 function parseLines(file: string, text: string, toRow: (line: JsonObject) => JsonObject): JsonObject[] {
   const rows: JsonObject[] = [];
   text.split("\n").forEach((raw, index) => {

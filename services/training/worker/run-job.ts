@@ -14,7 +14,7 @@ import type { ModelRegistry } from "../../models/registry.js";
 import type { Runs } from "../../models/runs.js";
 import { resolveTrainingData } from "../artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "../jobs.js";
-import { readSftRows } from "../sft-data.js";
+import { parseTrainJsonl, readSftRows } from "../sft-data.js";
 import { TrainingInputError, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
 
 export interface WorkerDeps {
@@ -30,6 +30,8 @@ export interface WorkerDeps {
   baseModelPath(source: string): Promise<string>;
   train(input: TrainingJobInput, progress: TrainingProgress, signal: AbortSignal): Promise<TrainingJobResult>;
   dataDir: string;
+  /** Hosts https training data may come from (ARTIFACT_HTTPS_HOSTS). */
+  artifactHttpsHosts: readonly string[];
   log: Logger;
 }
 
@@ -142,11 +144,17 @@ async function train(
 }
 
 async function sftRows(deps: WorkerDeps, job: TrainingJobRecord): Promise<JsonObject[]> {
-  const artifact = await resolveTrainingData(deps.artifacts, job.entity, job.training_data_url ?? "", []).catch((error: unknown) => {
+  const url = job.training_data_url ?? "";
+  const artifact = await resolveTrainingData(deps.artifacts, job.entity, url, deps.artifactHttpsHosts).catch((error: unknown) => {
     throw new TrainingInputError(error instanceof Error ? error.message : String(error));
   });
-  if (!artifact) throw new TrainingInputError("https training data is not supported by this worker yet");
-  return readSftRows(deps.artifacts, artifact);
+  if (artifact) return readSftRows(deps.artifacts, artifact);
+  // An https URL on an allowed host (checked again above): a train.jsonl file.
+  const response = await fetch(url, { signal: AbortSignal.timeout(60_000) }).catch((error: unknown) => {
+    throw new TrainingInputError(`could not download ${url}: ${error instanceof Error ? error.message : String(error)}`);
+  });
+  if (!response.ok) throw new TrainingInputError(`could not download ${url}: HTTP ${response.status}`);
+  return parseTrainJsonl(await response.text());
 }
 
 /** The new adapter's bytes; with nothing trained, the previous adapter carries over (or none at step 0). */
