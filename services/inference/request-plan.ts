@@ -61,6 +61,7 @@ export function planGeneration(request: ChatCompletionRequest, sent: JsonObject,
     includeStopStrInOutput: request.includeStopStrInOutput ?? false,
     ignoreEos: request.ignoreEos ?? false,
     skipSpecialTokens: request.skipSpecialTokens ?? true,
+    repetitionDetection: repetitionDetection(request),
     logprobs: request.logprobs ?? false,
     topLogprobs: request.topLogprobs ?? 0,
     promptLogprobs: request.promptLogprobs ?? null,
@@ -78,7 +79,6 @@ function refuseUnsupported(request: ChatCompletionRequest, streaming: boolean): 
   for (const [field, value] of [["engine_xargs", request.engineXargs], ["vllm_xargs", request.vllmXargs]] as const) {
     if (value && Object.keys(value).length > 0) refuse(field, "this engine has no custom extensions");
   }
-  if (request.repetitionDetection) refuse("repetition_detection", "not supported by this engine yet");
   if (request.responseFormat && request.responseFormat.type !== "text") refuse("response_format", `type "${request.responseFormat.type}" (structured output) is not supported by this engine yet`);
   if (request.structuredOutputs) refuse("structured_outputs", "structured output is not supported by this engine yet");
   const toolChoice = request.toolChoice ? toJson(ValueSchema, request.toolChoice) : "none";
@@ -111,4 +111,17 @@ function flattenTextParts(message: JsonObject): JsonObject {
   if (!Array.isArray(content)) return message;
   const texts = content.map((part) => (typeof part === "object" && part !== null && !Array.isArray(part) && typeof part.text === "string" ? part.text : ""));
   return { ...message, content: texts.join("\n") };
+}
+
+/** vLLM's rule: on when max_pattern_size > 0 and min_count >= 2; min_pattern_size defaults to 1. */
+function repetitionDetection(request: ChatCompletionRequest): GenerateRequest["repetitionDetection"] {
+  const settings = request.repetitionDetection;
+  if (!settings) return null;
+  const max = settings.maxPatternSize ?? 0;
+  const min = Math.max(1, settings.minPatternSize ?? 1);
+  const count = settings.minCount ?? 0;
+  if (max <= 0 || count < 2) return null;
+  if (min > max) throw badRequest(`repetition_detection: min_pattern_size (${min}) exceeds max_pattern_size (${max})`);
+  if (max > 1024) throw badRequest("repetition_detection: max_pattern_size must be at most 1024");
+  return { minPatternSize: min, maxPatternSize: max, minCount: count };
 }

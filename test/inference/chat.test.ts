@@ -148,4 +148,27 @@ describe("chat completions on tiny-chat", () => {
     const own = await rest("POST", "/v1/chat/completions", { key, body: { model: `wandb-artifact:///${model.entity}/chat/mine`, messages, max_tokens: 2 } });
     expect(own.status).toBe(200);
   });
+
+  it("ends a repeating generation early with repetition_detection", async () => {
+    const forced = { temperature: 0, max_tokens: 40, ignore_eos: true, return_token_ids: true, logit_bias: { 101: 100 } };
+    const runaway = await create(forced);
+    expect(runaway.choices[0]?.token_ids?.length).toBe(40);
+    expect(runaway.choices[0]?.finish_reason).toBe("length");
+    const detected = await create({ ...forced, repetition_detection: { max_pattern_size: 4, min_count: 5 } });
+    expect(detected.choices[0]?.token_ids).toEqual(Array(5).fill(101));
+    expect(detected.choices[0]?.finish_reason).toBe("stop");
+    expect(detected.choices[0]?.stop_reason).toBe("repetition");
+  });
+
+  it("reuses a cached prompt prefix within a cache_salt and never across salts", async () => {
+    const long = [{ role: "user" as const, content: "Please remember this long context: " + "the quick brown fox jumps over the lazy dog. ".repeat(8) }];
+    const ask = (salt: string) => create({ messages: long, temperature: 0, max_tokens: 2, cache_salt: salt });
+    const salt = `salt-${Math.random()}`;
+    const first = await ask(salt);
+    const second = await ask(salt);
+    expect(second.usage?.prompt_tokens_details?.cached_tokens).toBeGreaterThan(50);
+    expect(second.choices[0]?.message.content).toBe(first.choices[0]?.message.content);
+    const other = await ask(`other-${Math.random()}`);
+    expect(other.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
+  });
 });

@@ -36,10 +36,11 @@ export class ContextPools {
       if (!pool) return null;
     }
     if (pool.free.length < n) return null;
-    // Prefer the sequences whose cached tokens share the longest prefix with this prompt.
+    // Prefer the sequences whose cached tokens share the longest prefix with this prompt; among
+    // equals, the emptiest, so that other cached prefixes survive for their next request.
     const ranked = pool.free
       .map((item) => ({ item, shared: item.salt === salt ? item.sequence.compareContextTokens([...prompt]).firstDifferentIndex : 0 }))
-      .sort((a, b) => b.shared - a.shared)
+      .sort((a, b) => b.shared - a.shared || a.item.sequence.nextTokenIndex - b.item.sequence.nextTokenIndex)
       .slice(0, n);
     pool.free = pool.free.filter((item) => !ranked.some((r) => r.item === item));
     pool.busy += n;

@@ -61,6 +61,11 @@ export async function generateChoice(options: {
       return true;
     }
     if (delta) emit(delta);
+    if (request.repetitionDetection && repeats(generated, request.repetitionDetection)) {
+      emit(stream.flush(detokenize(generated)));
+      events.finished("stop", "repetition", generated.length);
+      return true;
+    }
     if (generated.length >= options.maxTokens || sequence.nextTokenIndex >= sequence.contextSize - 1) {
       emit(stream.flush(detokenize(generated)));
       events.finished("length", null, generated.length);
@@ -158,4 +163,17 @@ function emptyBias(model: LlamaModel): TokenBias {
   let bias = emptyBiases.get(model);
   if (!bias) emptyBiases.set(model, (bias = new TokenBias(model.tokenizer)));
   return bias;
+}
+
+/** True when the output ends with `minCount` identical blocks of some length in the range. */
+export function repeats(tokens: readonly number[], settings: { minPatternSize: number; maxPatternSize: number; minCount: number }): boolean {
+  for (let size = settings.minPatternSize; size <= settings.maxPatternSize; size++) {
+    const span = size * settings.minCount;
+    if (span > tokens.length) break;
+    const start = tokens.length - span;
+    let same = true;
+    for (let i = size; i < span && same; i++) same = tokens[start + i] === tokens[start + (i % size)];
+    if (same) return true;
+  }
+  return false;
 }
