@@ -7,6 +7,7 @@ import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/proto
 import { ListValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ChatCompletionChunkChoiceSchema, ChatCompletionChunkSchema, ChatCompletionSchema, ChoiceLogprobsSchema } from "../../gen/srl/v1/inference_pb.js";
 import type { EngineToGateway, TokenLogprobOut } from "./engine/protocol.js";
+import { ReasoningSplitter } from "./reasoning.js";
 
 type Event = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" }>;
 
@@ -16,6 +17,8 @@ export interface CompletionOptions {
   n: number;
   logprobs: boolean;
   returnTokenIds: boolean;
+  /** Reasoning (<think>...</think>) goes to `reasoning` when true, and is dropped otherwise. */
+  includeReasoning: boolean;
   includeUsage: boolean;
   continuousUsage: boolean;
 }
@@ -54,7 +57,7 @@ export async function buildCompletion(events: AsyncIterable<Event>, options: Com
     model: options.model,
     choices: choices.map((choice, index) => ({
       index,
-      message: { role: "assistant", content: echo + choice.text, toolCalls: [], annotations: [] },
+      message: { role: "assistant", ...splitReasoning(echo + choice.text, options.includeReasoning), toolCalls: [], annotations: [] },
       logprobs: options.logprobs ? logprobsMessage(choice.logprobs) : undefined,
       finishReason: choice.finish,
       stopReason: stopReasonValue(choice.stop),
@@ -71,6 +74,11 @@ export async function* streamChunks(events: AsyncIterable<Event>, options: Compl
   const id = completionId(options.id);
   const created = BigInt(Math.floor(Date.now() / 1000));
   const completion = Array.from({ length: options.n }, () => 0);
+  const splitters = Array.from({ length: options.n }, () => new ReasoningSplitter());
+  const textDelta = (choice: number, text: string) => {
+    const { reasoning, content } = splitters[choice]?.push(text) ?? { reasoning: "", content: text };
+    return { content, ...(reasoning && options.includeReasoning ? { reasoning } : {}) };
+  };
   let promptTokens = 0;
   const chunk = (choices: MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[], extra: { promptTokenIds?: number[]; usage?: ReturnType<typeof usageMessage> } = {}): MessageInitShape<typeof ChatCompletionChunkSchema> => ({
     id,
@@ -95,7 +103,7 @@ export async function* streamChunks(events: AsyncIterable<Event>, options: Compl
       promptTokens = event.promptTokenIds.length;
       const echo = event.echoText ?? "";
       yield chunk(
-        Array.from({ length: options.n }, (_, index) => ({ index, delta: { role: "assistant", content: echo, toolCalls: [] }, tokenIds: [] })) as MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[],
+        Array.from({ length: options.n }, (_, index) => ({ index, delta: { role: "assistant", ...textDelta(index, echo), toolCalls: [] }, tokenIds: [] })) as MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[],
         options.returnTokenIds ? { promptTokenIds: event.promptTokenIds } : {},
       );
     } else if (event.type === "delta") {
@@ -104,18 +112,28 @@ export async function* streamChunks(events: AsyncIterable<Event>, options: Compl
         allChoices({
           index: event.choice,
           choice: {
-            delta: { content: event.text, toolCalls: [] },
+            delta: { ...textDelta(event.choice, event.text), toolCalls: [] },
             logprobs: options.logprobs ? logprobsMessage(event.logprobs) : undefined,
             tokenIds: options.returnTokenIds ? event.tokenIds : [],
           },
         }),
       );
     } else if (event.type === "finished") {
-      yield chunk(allChoices({ index: event.choice, choice: { finishReason: event.finishReason, stopReason: stopReasonValue(event.stopReason) } }));
+      const rest = splitters[event.choice]?.flush() ?? { reasoning: "", content: "" };
+      const delta = { content: rest.content, ...(rest.reasoning && options.includeReasoning ? { reasoning: rest.reasoning } : {}), toolCalls: [] };
+      yield chunk(allChoices({ index: event.choice, choice: { delta, finishReason: event.finishReason, stopReason: stopReasonValue(event.stopReason) } }));
     } else if (event.type === "done" && options.includeUsage) {
       yield chunk([], { usage: usageMessage(event.usage) });
     }
   }
+}
+
+function splitReasoning(text: string, include: boolean): { content: string; reasoning?: string } {
+  const splitter = new ReasoningSplitter();
+  const head = splitter.push(text);
+  const tail = splitter.flush();
+  const reasoning = head.reasoning + tail.reasoning;
+  return { content: head.content + tail.content, ...(reasoning && include ? { reasoning } : {}) };
 }
 
 function logprobsMessage(items: TokenLogprobOut[]): MessageInitShape<typeof ChoiceLogprobsSchema> {

@@ -21,6 +21,7 @@ export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelR
       n: plan.n,
       logprobs: plan.logprobs,
       returnTokenIds: request.returnTokenIds ?? false,
+      includeReasoning: request.includeReasoning ?? true,
       includeUsage: request.streamOptions?.includeUsage ?? true,
       continuousUsage: request.streamOptions?.continuousUsageStats ?? false,
     };

@@ -171,4 +171,27 @@ describe("chat completions on tiny-chat", () => {
     const other = await ask(`other-${Math.random()}`);
     expect(other.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
   });
+
+  it("puts a leading <think> block into reasoning, or drops it with include_reasoning false", async () => {
+    const prefill = [{ role: "user", content: "2+2?" }, { role: "assistant", content: "<think>count them</think>" }];
+    const body = { messages: prefill, add_generation_prompt: false, continue_final_message: true, echo: true, temperature: 0, max_tokens: 3, ignore_eos: true };
+    const shown = await create(body);
+    const message = shown.choices[0]?.message as { content: string; reasoning?: string | null };
+    expect(message.reasoning).toBe("count them");
+    expect(message.content.includes("<think>")).toBe(false);
+    const hidden = await create({ ...body, include_reasoning: false });
+    expect((hidden.choices[0]?.message as { reasoning?: string | null }).reasoning ?? null).toBeNull();
+    expect(hidden.choices[0]?.message.content).toBe(message.content);
+    // Streamed, reasoning arrives as delta.reasoning.
+    const stream = await client.chat.completions.create({ model: "tiny-chat", ...(body as Record<string, unknown>), stream: true } as unknown as OpenAI.ChatCompletionCreateParamsStreaming);
+    let reasoning = "";
+    let content = "";
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning?: string | null } | undefined;
+      reasoning += delta?.reasoning ?? "";
+      content += delta?.content ?? "";
+    }
+    expect(reasoning).toBe("count them");
+    expect(content).toBe(message.content);
+  });
 });
