@@ -7,7 +7,7 @@ import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/proto
 import { ListValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ChatCompletionChunkChoiceSchema, ChatCompletionChunkSchema, ChatCompletionSchema, ChoiceLogprobsSchema } from "../../gen/srl/v1/inference_pb.js";
 import type { EngineToGateway, TokenLogprobOut } from "./engine/protocol.js";
-import { ReasoningSplitter } from "./reasoning.js";
+import { ReplyPipeline, type ReplyParts } from "./reply-pipeline.js";
 
 type Event = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" }>;
 
@@ -19,6 +19,10 @@ export interface CompletionOptions {
   returnTokenIds: boolean;
   /** Reasoning (<think>...</think>) goes to `reasoning` when true, and is dropped otherwise. */
   includeReasoning: boolean;
+  /** Parse Hermes <tool_call> blocks into tool_calls (tools offered, tool_choice "auto"). */
+  parseToolCalls: boolean;
+  /** 1 with parallel_tool_calls false. */
+  maxToolCalls: number;
   includeUsage: boolean;
   continuousUsage: boolean;
 }
@@ -55,14 +59,23 @@ export async function buildCompletion(events: AsyncIterable<Event>, options: Com
     object: "chat.completion",
     created: BigInt(Math.floor(Date.now() / 1000)),
     model: options.model,
-    choices: choices.map((choice, index) => ({
-      index,
-      message: { role: "assistant", ...splitReasoning(echo + choice.text, options.includeReasoning), toolCalls: [], annotations: [] },
-      logprobs: options.logprobs ? logprobsMessage(choice.logprobs) : undefined,
-      finishReason: choice.finish,
-      stopReason: stopReasonValue(choice.stop),
-      tokenIds: options.returnTokenIds ? choice.tokenIds : [],
-    })),
+    choices: choices.map((choice, index) => {
+      const reply = wholeReply(echo + choice.text, options);
+      return {
+        index,
+        message: {
+          role: "assistant",
+          content: reply.content,
+          ...(reply.reasoning && options.includeReasoning ? { reasoning: reply.reasoning } : {}),
+          toolCalls: reply.calls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })),
+          annotations: [],
+        },
+        logprobs: options.logprobs ? logprobsMessage(choice.logprobs) : undefined,
+        finishReason: reply.calls.length > 0 && choice.finish === "stop" ? "tool_calls" : choice.finish,
+        stopReason: stopReasonValue(choice.stop),
+        tokenIds: options.returnTokenIds ? choice.tokenIds : [],
+      };
+    }),
     usage: usageMessage(usage),
     promptTokenIds: options.returnTokenIds ? promptTokenIds : [],
     promptLogprobs: promptLogprobs ? fromJson(ListValueSchema, promptLogprobs) : undefined,
@@ -74,11 +87,19 @@ export async function* streamChunks(events: AsyncIterable<Event>, options: Compl
   const id = completionId(options.id);
   const created = BigInt(Math.floor(Date.now() / 1000));
   const completion = Array.from({ length: options.n }, () => 0);
-  const splitters = Array.from({ length: options.n }, () => new ReasoningSplitter());
-  const textDelta = (choice: number, text: string) => {
-    const { reasoning, content } = splitters[choice]?.push(text) ?? { reasoning: "", content: text };
-    return { content, ...(reasoning && options.includeReasoning ? { reasoning } : {}) };
+  const pipelines = Array.from({ length: options.n }, () => new ReplyPipeline(options));
+  const callCounts = Array.from({ length: options.n }, () => 0);
+  // A choice's text as a delta (content, reasoning) plus tool-call deltas: the call's id and
+  // name first, then its arguments.
+  const replyDelta = (choice: number, parts: ReplyParts) => {
+    const toolCalls = parts.calls.map((call) => {
+      const index = callCounts[choice] ?? 0;
+      callCounts[choice] = index + 1;
+      return { index, id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } };
+    });
+    return { content: parts.content, ...(parts.reasoning && options.includeReasoning ? { reasoning: parts.reasoning } : {}), toolCalls };
   };
+  const textDelta = (choice: number, text: string) => replyDelta(choice, pipelines[choice]?.push(text) ?? { reasoning: "", content: text, calls: [] });
   let promptTokens = 0;
   const chunk = (choices: MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[], extra: { promptTokenIds?: number[]; usage?: ReturnType<typeof usageMessage> } = {}): MessageInitShape<typeof ChatCompletionChunkSchema> => ({
     id,
@@ -103,7 +124,7 @@ export async function* streamChunks(events: AsyncIterable<Event>, options: Compl
       promptTokens = event.promptTokenIds.length;
       const echo = event.echoText ?? "";
       yield chunk(
-        Array.from({ length: options.n }, (_, index) => ({ index, delta: { role: "assistant", ...textDelta(index, echo), toolCalls: [] }, tokenIds: [] })) as MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[],
+        Array.from({ length: options.n }, (_, index) => ({ index, delta: { role: "assistant", ...textDelta(index, echo) }, tokenIds: [] })) as MessageInitShape<typeof ChatCompletionChunkChoiceSchema>[],
         options.returnTokenIds ? { promptTokenIds: event.promptTokenIds } : {},
       );
     } else if (event.type === "delta") {
@@ -112,28 +133,27 @@ export async function* streamChunks(events: AsyncIterable<Event>, options: Compl
         allChoices({
           index: event.choice,
           choice: {
-            delta: { ...textDelta(event.choice, event.text), toolCalls: [] },
+            delta: textDelta(event.choice, event.text),
             logprobs: options.logprobs ? logprobsMessage(event.logprobs) : undefined,
             tokenIds: options.returnTokenIds ? event.tokenIds : [],
           },
         }),
       );
     } else if (event.type === "finished") {
-      const rest = splitters[event.choice]?.flush() ?? { reasoning: "", content: "" };
-      const delta = { content: rest.content, ...(rest.reasoning && options.includeReasoning ? { reasoning: rest.reasoning } : {}), toolCalls: [] };
-      yield chunk(allChoices({ index: event.choice, choice: { delta, finishReason: event.finishReason, stopReason: stopReasonValue(event.stopReason) } }));
+      const delta = replyDelta(event.choice, pipelines[event.choice]?.flush() ?? { reasoning: "", content: "", calls: [] });
+      const finishReason = (callCounts[event.choice] ?? 0) > 0 && event.finishReason === "stop" ? "tool_calls" : event.finishReason;
+      yield chunk(allChoices({ index: event.choice, choice: { delta, finishReason, stopReason: stopReasonValue(event.stopReason) } }));
     } else if (event.type === "done" && options.includeUsage) {
       yield chunk([], { usage: usageMessage(event.usage) });
     }
   }
 }
 
-function splitReasoning(text: string, include: boolean): { content: string; reasoning?: string } {
-  const splitter = new ReasoningSplitter();
-  const head = splitter.push(text);
-  const tail = splitter.flush();
-  const reasoning = head.reasoning + tail.reasoning;
-  return { content: head.content + tail.content, ...(reasoning && include ? { reasoning } : {}) };
+function wholeReply(text: string, options: CompletionOptions): ReplyParts {
+  const pipeline = new ReplyPipeline(options);
+  const head = pipeline.push(text);
+  const tail = pipeline.flush();
+  return { reasoning: head.reasoning + tail.reasoning, content: head.content + tail.content, calls: [...head.calls, ...tail.calls] };
 }
 
 function logprobsMessage(items: TokenLogprobOut[]): MessageInitShape<typeof ChoiceLogprobsSchema> {

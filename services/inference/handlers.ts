@@ -2,6 +2,8 @@
 // checkpoints, unary and streamed.
 import { ChatCompletionRequestSchema, Inference, type ChatCompletionRequest } from "../../gen/srl/v1/inference_pb.js";
 import type { HandlerContext } from "@connectrpc/connect";
+import { toJson, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { principalOf } from "../gateway/auth/authenticate.js";
 import { defineHandlers, sentJson } from "../gateway/pipeline.js";
 import { badRequest } from "../core/errors.js";
@@ -22,6 +24,8 @@ export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelR
       logprobs: plan.logprobs,
       returnTokenIds: request.returnTokenIds ?? false,
       includeReasoning: request.includeReasoning ?? true,
+      parseToolCalls: plan.tools !== null && toolChoice(request) === "auto",
+      maxToolCalls: request.parallelToolCalls === false ? 1 : Number.MAX_SAFE_INTEGER,
       includeUsage: request.streamOptions?.includeUsage ?? true,
       continuousUsage: request.streamOptions?.continuousUsageStats ?? false,
     };
@@ -38,4 +42,8 @@ export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelR
       yield* streamChunks(events, options);
     },
   });
+}
+
+function toolChoice(request: ChatCompletionRequest): JsonValue {
+  return request.toolChoice ? toJson(ValueSchema, request.toolChoice) : "none";
 }

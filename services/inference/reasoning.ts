@@ -1,6 +1,7 @@
 // Splits a reply into reasoning and content: text inside a leading <think>...</think> is the
 // model's reasoning (message.reasoning / delta.reasoning), the rest is content. Works on streamed
 // deltas, holding back text that may be the start of a marker.
+import { partialSuffix } from "./text-markers.js";
 const OPEN = "<think>";
 const CLOSE = "</think>";
 
@@ -55,12 +56,4 @@ export class ReasoningSplitter {
     this.pending = "";
     return this.state === "reasoning" ? { reasoning: rest, content: "" } : { reasoning: "", content: rest };
   }
-}
-
-/** Length of the longest suffix of `text` that is a proper prefix of `marker`. */
-function partialSuffix(text: string, marker: string): number {
-  for (let keep = Math.min(marker.length - 1, text.length); keep > 0; keep--) {
-    if (text.endsWith(marker.slice(0, keep))) return keep;
-  }
-  return 0;
 }

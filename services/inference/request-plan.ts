@@ -83,7 +83,9 @@ function refuseUnsupported(request: ChatCompletionRequest, streaming: boolean): 
   if (request.responseFormat && request.responseFormat.type !== "text") refuse("response_format", `type "${request.responseFormat.type}" (structured output) is not supported by this engine yet`);
   if (request.structuredOutputs) refuse("structured_outputs", "structured output is not supported by this engine yet");
   const toolChoice = request.toolChoice ? toJson(ValueSchema, request.toolChoice) : "none";
-  if (toolChoice !== "none" && toolChoice !== null) refuse("tool_choice", `${JSON.stringify(toolChoice)}: tool calling is not supported by this engine yet (tools can be shown to the template with tool_choice "none")`);
+  if (toolChoice !== "none" && toolChoice !== "auto" && toolChoice !== null) {
+    refuse("tool_choice", `${JSON.stringify(toolChoice)}: forcing a tool call is not supported by this engine yet (use "auto" or "none")`);
+  }
   if (request.streamOptions && !streaming) refuse("stream_options", "only allowed with stream: true");
   if (streaming && request.promptLogprobs !== undefined) refuse("prompt_logprobs", "not available with stream: true");
   for (const part of request.messages.flatMap((m) => contentParts(m.content ? toJson(ValueSchema, m.content) : null))) {

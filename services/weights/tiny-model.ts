@@ -3,7 +3,7 @@
 // weights come from a per-tensor seeded stream and nothing time- or host-dependent is written.
 import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { CHATML_TEMPLATE } from "./chat-template.js";
+import { CHATML_TEMPLATE, CHATML_TOOLS_TEMPLATE } from "./chat-template.js";
 import { gv } from "./gguf/values.js";
 import { writeGguf, type GgufTensorSource } from "./gguf/writer.js";
 import type { GgufMetadata, SupportedTensorType } from "./gguf/types.js";
@@ -31,6 +31,8 @@ export interface TinyModelOptions {
   name?: string;
   ropeFreqBase?: number;
   rmsEpsilon?: number;
+  /** `chatml` (default) or `chatml-tools` (Hermes-style tool calls). */
+  chatTemplate?: "chatml" | "chatml-tools";
 }
 
 export interface TinyModelInfo {
@@ -68,7 +70,7 @@ export async function makeTinyModel(o: TinyModelOptions): Promise<TinyModelInfo>
     ["llama.rope.freq_base", gv.f32(o.ropeFreqBase ?? 10000)],
     ["llama.attention.layer_norm_rms_epsilon", gv.f32(o.rmsEpsilon ?? 1e-5)],
     ...tokenizerMetadata(tokenizer),
-    ["tokenizer.chat_template", gv.str(CHATML_TEMPLATE)],
+    ["tokenizer.chat_template", gv.str(o.chatTemplate === "chatml-tools" ? CHATML_TOOLS_TEMPLATE : CHATML_TEMPLATE)],
   ]);
 
   const tensors: GgufTensorSource[] = plan.map(({ name, dims, std }) => {
@@ -98,7 +100,7 @@ function validate(o: TinyModelOptions, kvHeads: number): void {
 }
 
 /** The built-in models, by the name requests use. */
-export const BUILT_IN_MODELS = ["tiny-chat"] as const;
+export const BUILT_IN_MODELS = ["tiny-chat", "tiny-tools"] as const;
 export type BuiltInModelName = (typeof BUILT_IN_MODELS)[number];
 
 export const BUILT_IN_PRESETS: Record<BuiltInModelName, Omit<TinyModelOptions, "path">> = {
@@ -112,6 +114,19 @@ export const BUILT_IN_PRESETS: Record<BuiltInModelName, Omit<TinyModelOptions, "
     ff: 384,
     contextLength: 2048,
     type: "f32",
+  },
+  // The same weights with a template that offers tools and renders tool calls.
+  "tiny-tools": {
+    name: "tiny-tools",
+    seed: 1,
+    layers: 4,
+    embedding: 128,
+    heads: 4,
+    kvHeads: 2,
+    ff: 384,
+    contextLength: 2048,
+    type: "f32",
+    chatTemplate: "chatml-tools",
   },
 };
 

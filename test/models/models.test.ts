@@ -65,7 +65,7 @@ describe("create model", () => {
     const unknown = await createModel({ project: "demo", name: "x", base_model: "Qwen/Qwen3-14B" });
     expect(unknown.status).toBe(400);
     expect((unknown.body as { detail: string }).detail).toBe(
-      'unknown base model "Qwen/Qwen3-14B"; this deployment offers: tiny-chat (GET /v1/preview/base-models)',
+      'unknown base model "Qwen/Qwen3-14B"; this deployment offers: tiny-chat, tiny-tools (GET /v1/preview/base-models)',
     );
     const badName = await createModel({ project: "demo", name: "a/b", base_model: "tiny-chat" });
     expect(badName.status).toBe(400);
