@@ -94,7 +94,7 @@ describe("makeTinyModel", () => {
 
 describe("ensureBuiltInModel", () => {
   it("writes DATA_DIR/models/tiny-chat.gguf once, atomically, and then reuses it", async () => {
-    expect(BUILT_IN_MODELS).toEqual(["tiny-chat"]);
+    expect(BUILT_IN_MODELS).toEqual(["tiny-chat", "tiny-tools"]);
     const dataDir = join(dir, "data");
     const [p1, p2] = await Promise.all([ensureBuiltInModel("tiny-chat", dataDir), ensureBuiltInModel("tiny-chat", dataDir)]);
     expect(p1).toBe(join(dataDir, "models", "tiny-chat.gguf"));
