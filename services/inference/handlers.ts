@@ -10,13 +10,16 @@ import { badRequest } from "../core/errors.js";
 import type { EngineClient } from "./engine/client.js";
 import { buildCompletion, streamChunks, type CompletionOptions } from "./completion-builder.js";
 import { planGeneration } from "./request-plan.js";
+import { structuredOutput } from "./structured-output.js";
 import type { ModelResolver } from "./resolve-model.js";
 
 export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelResolver }) {
   const start = async (request: ChatCompletionRequest, context: HandlerContext, streaming: boolean) => {
     if (!request.model) throw badRequest("model is required");
     const target = await deps.resolver.resolve(principalOf(context).entity, request.model);
-    const plan = planGeneration(request, sentJson(context, ChatCompletionRequestSchema, request), target, streaming);
+    const structured = structuredOutput(request);
+    if (structured.fallback) context.responseHeader.set("srl-structured-output-fallback", structured.fallback);
+    const plan = planGeneration(request, sentJson(context, ChatCompletionRequestSchema, request), target, streaming, structured.grammar);
     const options: CompletionOptions = {
       id: request.requestId,
       model: request.model,

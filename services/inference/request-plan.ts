@@ -8,8 +8,9 @@ import { badRequest } from "../core/errors.js";
 import type { GenerateRequest } from "./engine/protocol.js";
 import type { ServeTarget } from "./resolve-model.js";
 
-export function planGeneration(request: ChatCompletionRequest, sent: JsonObject, target: ServeTarget, streaming: boolean): Omit<GenerateRequest, "id"> {
+export function planGeneration(request: ChatCompletionRequest, sent: JsonObject, target: ServeTarget, streaming: boolean, grammar: string | null): Omit<GenerateRequest, "id"> {
   refuseUnsupported(request, streaming);
+  if (grammar !== null && request.logprobs) throw badRequest("logprobs: not available together with structured outputs in this engine yet");
   const addGenerationPrompt = request.addGenerationPrompt ?? true;
   const continueFinalMessage = request.continueFinalMessage ?? false;
   if (continueFinalMessage && addGenerationPrompt) {
@@ -63,6 +64,7 @@ export function planGeneration(request: ChatCompletionRequest, sent: JsonObject,
     ignoreEos: request.ignoreEos ?? false,
     skipSpecialTokens: request.skipSpecialTokens ?? true,
     repetitionDetection: repetitionDetection(request),
+    grammar,
     logprobs: request.logprobs ?? false,
     topLogprobs: request.topLogprobs ?? 0,
     promptLogprobs: request.promptLogprobs ?? null,
@@ -80,8 +82,6 @@ function refuseUnsupported(request: ChatCompletionRequest, streaming: boolean): 
   for (const [field, value] of [["engine_xargs", request.engineXargs], ["vllm_xargs", request.vllmXargs]] as const) {
     if (value && Object.keys(value).length > 0) refuse(field, "this engine has no custom extensions");
   }
-  if (request.responseFormat && request.responseFormat.type !== "text") refuse("response_format", `type "${request.responseFormat.type}" (structured output) is not supported by this engine yet`);
-  if (request.structuredOutputs) refuse("structured_outputs", "structured output is not supported by this engine yet");
   const toolChoice = request.toolChoice ? toJson(ValueSchema, request.toolChoice) : "none";
   if (toolChoice !== "none" && toolChoice !== "auto" && toolChoice !== null) {
     refuse("tool_choice", `${JSON.stringify(toolChoice)}: forcing a tool call is not supported by this engine yet (use "auto" or "none")`);

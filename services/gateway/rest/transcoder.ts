@@ -191,7 +191,7 @@ async function streamEvents(res: Response, endpoint: Endpoint, request: Message,
   const output = endpoint.method.output;
   const iterator = stream(request, context)[Symbol.asyncIterator]();
   let next = await iterator.next();
-  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" });
+  res.writeHead(200, { ...headersToRecord(context.responseHeader), "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" });
   try {
     while (!next.done) {
       res.write(`data: ${JSON.stringify(encodeMessage(output, create(output, next.value)))}\n\n`);

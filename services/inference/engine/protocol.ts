@@ -61,6 +61,8 @@ export interface GenerateRequest {
   includeStopStrInOutput: boolean;
   ignoreEos: boolean;
   skipSpecialTokens: boolean;
+  /** A GBNF grammar the output must follow (structured outputs), or null. */
+  grammar: string | null;
   /** Stop when the last `minCount` blocks of some length in [minPatternSize, maxPatternSize] repeat. */
   repetitionDetection: { minPatternSize: number; maxPatternSize: number; minCount: number } | null;
   // Outputs.

@@ -2,7 +2,7 @@
 // sequences per base model (first come first served, or by priority where the model is set up for
 // it), refuses past the queue limit, and runs the n choices of a request in parallel sequences so
 // llama.cpp batches them with everything else in flight.
-import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { EngineSettings, EngineToGateway, GenerateRequest } from "../protocol.js";
 import { ContextPools, type PooledSequence } from "./context-pool.js";
 import { EngineRequestError } from "./errors.js";
@@ -39,6 +39,7 @@ export class LlamaEngine {
     }
     const model = await this.model(request.base.name, request.base.source);
     const prompt = buildPrompt(model, request, this.settings.contextSize);
+    const grammar = request.grammar === null ? null : await this.grammar(request.grammar);
     const lease = await this.admit(request, model, prompt.tokens, signal);
     try {
       const logprobsOfPrompt = request.promptLogprobs !== null ? await promptLogprobs(model, lease.sequences[0]!.sequence, prompt.tokens, request.promptLogprobs) : null;
@@ -58,6 +59,7 @@ export class LlamaEngine {
             cachedTokens: request.promptLogprobs !== null && choice === 0 ? prompt.tokens.length - 1 : (lease.cached[choice] ?? 0),
             choice,
             maxTokens,
+            grammar,
             signal,
             events: {
               delta: (text, tokenIds, logprobs) => emit({ type: "delta", id: request.id, choice, text, tokenIds, logprobs }),
@@ -131,6 +133,25 @@ export class LlamaEngine {
         this.pumping.delete(baseName);
       }
     })();
+  }
+
+  private readonly grammars = new Map<string, Promise<LlamaGrammar>>();
+
+  /** Parsed grammars, kept for reuse (requests with one schema usually come in series). */
+  private async grammar(text: string): Promise<LlamaGrammar> {
+    let grammar = this.grammars.get(text);
+    if (!grammar) {
+      const llama = await (this.llama ??= getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error }));
+      grammar = llama.createGrammar({ grammar: text });
+      this.grammars.set(text, grammar);
+      if (this.grammars.size > 32) this.grammars.delete(this.grammars.keys().next().value as string);
+      grammar.catch(() => this.grammars.delete(text));
+    }
+    try {
+      return await grammar;
+    } catch (error) {
+      throw new EngineRequestError("bad_request", `the grammar does not parse: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   private async model(name: string, source: string): Promise<LlamaModel> {

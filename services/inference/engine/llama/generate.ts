@@ -1,7 +1,7 @@
 // One choice on one context sequence, token by token through controlledEvaluate, so every step can
 // report its token's log-probability and top alternatives (from the raw logits and the total logit
 // weight) and apply per-step sampling options.
-import { TokenBias, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { LlamaGrammarEvaluationState, TokenBias, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { GenerateRequest, PromptLogprobOut, TokenLogprobOut } from "../protocol.js";
 import type { SamplingPlan } from "./sampling.js";
 import { TextStream } from "./text-stream.js";
@@ -23,6 +23,8 @@ export async function generateChoice(options: {
   cachedTokens: number;
   choice: number;
   maxTokens: number;
+  /** Structured outputs: the grammar every choice follows (a state of its own per choice). */
+  grammar: LlamaGrammar | null;
   signal: AbortSignal;
   events: ChoiceEvents;
 }): Promise<void> {
@@ -80,6 +82,8 @@ export async function generateChoice(options: {
     const first = sampling.stepOptions(generated, promptTokens, choice);
     const iterator = sequence.evaluate(pending, {
       ...first,
+      // The grammar masks every token it cannot take; an end token only where it may end.
+      ...(options.grammar ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model, grammar: options.grammar }) } : {}),
       ...(sampling.hasBias() ? { tokenBias: () => sampling.stepOptions(generated, promptTokens, choice).tokenBias ?? emptyBias(model) } : {}),
       yieldEogToken: true,
     });

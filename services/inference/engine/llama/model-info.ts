@@ -11,3 +11,25 @@ export function chatTemplateOf(model: LlamaModel): string | null {
   const template = (model.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer?.chat_template;
   return typeof template === "string" && template.length > 0 ? template : null;
 }
+
+/**
+ * Single-byte tokens that can only start an overlong or out-of-range UTF-8 sequence (C0, C1, E0,
+ * F0, F5-FF). Under a grammar they are banned: llama.cpp's grammar tracks partial UTF-8 in a way
+ * that cannot tell an overlong E0 8A A2 from the valid CA A2, so without the ban a byte-level model
+ * can write text that decodes to U+FFFD (measured on the tiny model: 2 samples in 100). E0 and F0
+ * also start some valid characters; models that need those spell them with merged tokens.
+ */
+export function overlongLeadByteTokens(model: LlamaModel): number[] {
+  const banned = new Set([0xc0, 0xc1, 0xe0, 0xf0, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff]);
+  const tokenizer = (model.fileInfo.metadata as { tokenizer?: { ggml?: { model?: string; tokens?: readonly string[] } } }).tokenizer?.ggml;
+  const tokens = tokenizer?.tokens ?? [];
+  const out: number[] = [];
+  tokens.forEach((text, id) => {
+    // SentencePiece-style vocabularies spell byte tokens <0xXX>; GPT-2-style byte-level BPE maps
+    // bytes 0xA1-0xFF (except 0xAD) to the same code point, which covers every banned byte.
+    const sentencePiece = /^<0x([0-9A-Fa-f]{2})>$/.exec(text);
+    const byte = sentencePiece?.[1] ? parseInt(sentencePiece[1], 16) : tokenizer?.model === "gpt2" && text.length === 1 ? text.charCodeAt(0) : -1;
+    if (banned.has(byte)) out.push(id);
+  });
+  return out;
+}

@@ -4,7 +4,7 @@
 import { randomInt } from "node:crypto";
 import { TokenBias, type LlamaModel, type Token } from "node-llama-cpp";
 import type { GenerateRequest } from "../protocol.js";
-import { vocabSize } from "./model-info.js";
+import { overlongLeadByteTokens, vocabSize } from "./model-info.js";
 
 export interface StepOptions {
   temperature: number;
@@ -32,6 +32,7 @@ export class SamplingPlan {
     const size = vocabSize(model);
     this.baseBias = new Map();
     for (const [token, bias] of Object.entries(request.logitBias)) this.baseBias.set(asToken(Number(token)), bias <= -100 ? "never" : { logit: bias });
+    if (request.grammar !== null) for (const token of overlongLeadByteTokens(model)) this.baseBias.set(asToken(token), "never");
     if (request.allowedTokenIds) {
       const allowed = new Set(request.allowedTokenIds);
       for (let token = 0; token < size; token++) if (!allowed.has(token)) this.baseBias.set(asToken(token), "never");
