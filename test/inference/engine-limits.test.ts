@@ -99,9 +99,17 @@ describe("engine limits", () => {
     expect(broken.status).toBe(400);
   });
 
+  it("answers 400 when a grammar and banned tokens leave nothing to sample, then serves again", async () => {
+    const res = await complete({ max_tokens: 5, structured_outputs: { choice: ["a"] }, logit_bias: { 97: -100 } });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/leave no token/);
+    expect((await complete({ max_tokens: 2 })).status).toBe(200);
+  });
+
   it("fails in-flight requests with 503 when the engine dies, then serves again", async () => {
     const log = await readFile(server.logFile, "utf8");
-    const pid = Number(/"inference engine starting".*?"pid":(\d+)/.exec(log)?.[1]);
+    // The engine process serving now: the last one started.
+    const pid = Number([...log.matchAll(/"inference engine starting".*?"pid":(\d+)/g)].at(-1)?.[1]);
     expect(pid).toBeGreaterThan(0);
     const inflight = complete({ max_tokens: 2000 });
     await new Promise((resolve) => setTimeout(resolve, 300));

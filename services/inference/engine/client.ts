@@ -13,6 +13,8 @@ type EngineEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "failed"
 interface Inflight {
   push(event: EngineEvent): void;
   fail(error: ApiError): void;
+  /** Grammar plus banned tokens: the one combination known to abort llama.cpp when unsatisfiable. */
+  conflicting: boolean;
 }
 
 export class EngineClient {
@@ -35,6 +37,7 @@ export class EngineClient {
     this.inflight.set(id, {
       push: (event) => (buffer.push(event), wake?.()),
       fail: (error) => ((failure = error), wake?.()),
+      conflicting: request.grammar !== null && (Object.values(request.logitBias).some((bias) => bias <= -100) || request.badWords.length > 0 || request.allowedTokenIds !== null),
     });
     const onAbort = () => this.send({ type: "cancel", id });
     signal.addEventListener("abort", onAbort);
@@ -95,7 +98,15 @@ export class EngineClient {
         reject(unavailable("the inference engine did not start"));
         if (this.stopping) return;
         this.log.error("inference engine exited", { code, signal, inflight: this.inflight.size });
-        for (const request of this.inflight.values()) request.fail(unavailable("the inference engine stopped unexpectedly; retry the request"));
+        // llama.cpp aborts when a grammar and banned tokens leave nothing to sample; such a
+        // request gets a 400 (retrying cannot help), everyone else in flight a 503.
+        for (const request of this.inflight.values()) {
+          request.fail(
+            request.conflicting
+              ? badRequest("the structured output and logit_bias / bad_words / allowed_token_ids leave no token the model may produce")
+              : unavailable("the inference engine stopped unexpectedly; retry the request"),
+          );
+        }
       });
     });
     this.log.info("inference engine starting", { pid: child.pid, threads: this.settings.threads || "cores - 1" });
