@@ -53,6 +53,22 @@ try {
     api[level] = { tokensPerSecond: runs.reduce((a, r) => a + r.tokens, 0) / seconds, ttftMs: runs.reduce((a, r) => a + r.first, 0) / runs.length };
   }
 
+  // Prefix cache: the same long prompt twice in one cache_salt, then once in another salt.
+  const longPrompt = "Context: " + "the quick brown fox jumps over the lazy dog. ".repeat(40);
+  const timeToFirstToken = async (salt: string) => {
+    const started = performance.now();
+    const response = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: longPrompt }], max_tokens: 1, temperature: 0, cache_salt: salt }),
+    });
+    const body = (await response.json()) as { usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } } };
+    return { ms: performance.now() - started, prompt: body.usage.prompt_tokens, cached: body.usage.prompt_tokens_details.cached_tokens };
+  };
+  const cold = await timeToFirstToken("bench-a");
+  const warm = await timeToFirstToken("bench-a");
+  const otherSalt = await timeToFirstToken("bench-b");
+
   const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", join(import.meta.dirname, "direct-llama.ts"), join(dataDir, "models", "tiny-chat.gguf"), String(THREADS), String(TOKENS), ...LEVELS.map(String)], {
     env: { ...process.env, UV_THREADPOOL_SIZE: "1" },
   });
@@ -67,6 +83,7 @@ try {
       `${String(level).padStart(11)} | ${a.tokensPerSecond.toFixed(0).padStart(9)} | ${a.ttftMs.toFixed(1).padStart(11)} | ${d.tokensPerSecond.toFixed(0).padStart(12)} | ${d.ttftMs.toFixed(1).padStart(14)} | ${(a.tokensPerSecond / d.tokensPerSecond).toFixed(2).padStart(10)}`,
     );
   }
+  console.log(`prefix cache (${cold.prompt}-token prompt, one token out): first ${cold.ms.toFixed(1)} ms (cached ${cold.cached}), again ${warm.ms.toFixed(1)} ms (cached ${warm.cached}), other cache_salt ${otherSalt.ms.toFixed(1)} ms (cached ${otherSalt.cached}); speed-up x${(cold.ms / warm.ms).toFixed(2)}`);
 } finally {
   await server.stop();
   await database.stop();
