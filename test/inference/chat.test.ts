@@ -194,4 +194,17 @@ describe("chat completions on tiny-chat", () => {
     expect(reasoning).toBe("count them");
     expect(content).toBe(message.content);
   });
+
+  it("keeps special tokens only when asked, spaced apart as vLLM does", async () => {
+    const forced = { temperature: 0, max_tokens: 3, logit_bias: { 766: 100 } }; // <|im_start|>
+    expect((await create(forced)).choices[0]?.message.content).toBe("");
+    expect((await create({ ...forced, skip_special_tokens: false })).choices[0]?.message.content).toBe("<|im_start|> <|im_start|> <|im_start|>");
+    expect((await create({ ...forced, skip_special_tokens: false, spaces_between_special_tokens: false })).choices[0]?.message.content).toBe("<|im_start|><|im_start|><|im_start|>");
+  });
+
+  it("passes documents and chat_template_kwargs to the template", async () => {
+    const rendered = await create({ chat_template: "{{ documents[0]['title'] }} and {{ flavor }}", documents: [{ title: "Moby Dick", text: "..." }], chat_template_kwargs: { flavor: "vanilla" }, max_tokens: 1, return_token_ids: true });
+    const literal = await create({ chat_template: "Moby Dick and vanilla", max_tokens: 1, return_token_ids: true });
+    expect(rendered.prompt_token_ids).toEqual(literal.prompt_token_ids);
+  });
 });

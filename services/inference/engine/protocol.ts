@@ -61,6 +61,8 @@ export interface GenerateRequest {
   includeStopStrInOutput: boolean;
   ignoreEos: boolean;
   skipSpecialTokens: boolean;
+  /** With special tokens kept in the text: a space between a special token and its neighbours. */
+  spacesBetweenSpecialTokens: boolean;
   /** A GBNF grammar the output must follow (structured outputs), or null. */
   grammar: string | null;
   /** Stop when the last `minCount` blocks of some length in [minPatternSize, maxPatternSize] repeat. */

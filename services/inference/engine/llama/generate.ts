@@ -29,7 +29,7 @@ export async function generateChoice(options: {
   events: ChoiceEvents;
 }): Promise<void> {
   const { model, sequence, request, sampling, promptTokens, choice, signal, events } = options;
-  const detokenize = (tokens: Token[]) => model.detokenize(tokens, !request.skipSpecialTokens);
+  const detokenize = (tokens: Token[]) => detokenizeOutput(model, tokens, request);
   const wantTop = request.logprobs ? Math.max(1, request.topLogprobs) : 0;
   const stream = new TextStream(request.stop, request.includeStopStrInOutput);
   const generated: Token[] = [];
@@ -180,4 +180,24 @@ export function repeats(tokens: readonly number[], settings: { minPatternSize: n
     if (same) return true;
   }
   return false;
+}
+
+/**
+ * Output text as vLLM's detokenizer writes it: special tokens dropped (skip_special_tokens), or
+ * kept and, with spaces_between_special_tokens, set apart from their neighbours by a space.
+ */
+function detokenizeOutput(model: LlamaModel, tokens: Token[], request: GenerateRequest): string {
+  if (request.skipSpecialTokens) return model.detokenize(tokens, false);
+  if (!request.spacesBetweenSpecialTokens) return model.detokenize(tokens, true);
+  const parts: string[] = [];
+  let run: Token[] = [];
+  for (const token of tokens) {
+    if (model.isSpecialToken(token)) {
+      if (run.length > 0) parts.push(model.detokenize(run, true));
+      parts.push(model.detokenize([token], true));
+      run = [];
+    } else run.push(token);
+  }
+  if (run.length > 0) parts.push(model.detokenize(run, true));
+  return parts.join(" ");
 }
