@@ -12,3 +12,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ]; then
   echo "$lock_hash" > "$stamp"
 fi
 bash scripts/install-ferretdb.sh
+
+# The web console's production build, served by the gateway at `/`.
+npx --no-install vite build --config console/vite.config.ts --logLevel warn

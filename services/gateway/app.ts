@@ -17,6 +17,7 @@ import { listen } from "./listener.js";
 import { buildEndpoints, registerEndpoints } from "./pipeline.js";
 import { registerReflection } from "./reflection.js";
 import { createTranscoder } from "./rest/transcoder.js";
+import { serveConsole } from "./console-files.js";
 
 export interface App {
   port: number;
@@ -67,7 +68,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     readMaxBytes: config.bodyLimitBytes,
     shutdownSignal: shutdown.signal,
     interceptors: [rpcLog(log)],
-    fallback: (req, res) => void transcoder(req, res),
+    fallback: (req, res) => void serveConsole(req, res).then((served) => (served ? undefined : transcoder(req, res))),
   });
   const listener = await listen(handler, config.host, config.port);
   if (config.trainingWorker) worker.start();

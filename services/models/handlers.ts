@@ -47,6 +47,11 @@ export function modelsHandlers(deps: ModelsDeps) {
       return modelMessage(model);
     },
 
+    async listModels(request, context) {
+      const page = await registry.list(principalOf(context).entity, { after: request.after, limit: request.limit ?? 20, project: request.project });
+      return listEnvelope({ items: page.items.map(modelMessage), hasMore: page.hasMore });
+    },
+
     async deleteModel(request, context) {
       const model = await registry.getOwned(principalOf(context).entity, request.modelId);
       const result = await deps.deletion.delete(model);

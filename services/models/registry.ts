@@ -6,6 +6,7 @@ import { ApiError, badRequest, conflict, notFound } from "../core/errors.js";
 import type { BaseModelCatalog } from "./catalog.js";
 import type { Checkpoints } from "./checkpoints.js";
 import { Runs } from "./runs.js";
+import { paginate, type Page } from "../store/pagination.js";
 
 export interface ModelRecord {
   _id: string;
@@ -33,6 +34,19 @@ export class ModelRegistry {
 
   async ensureIndexes(): Promise<void> {
     await this.models.createIndex({ entity: 1, project: 1, name: 1 }, { unique: true });
+    await this.models.createIndex({ entity: 1, created_at: -1 });
+  }
+
+  /** The entity's models, newest first. */
+  async list(entity: string, options: { after?: string; limit: number; project?: string }): Promise<Page<ModelRecord>> {
+    return paginate(this.models, {
+      filter: options.project ? { entity, project: options.project } : { entity },
+      orderField: "created_at",
+      order: "desc",
+      after: options.after,
+      limit: options.limit,
+      what: "model",
+    });
   }
 
   /**

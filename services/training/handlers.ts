@@ -7,6 +7,7 @@ import { principalOf } from "../gateway/auth/authenticate.js";
 import { defineHandlers, sentJson } from "../gateway/pipeline.js";
 import type { EventLog } from "../events/event-log.js";
 import type { ModelRegistry } from "../models/registry.js";
+import { listEnvelope } from "../store/pagination.js";
 import { artifactUrl, type ArtifactRecord, type Artifacts } from "../artifacts/store.js";
 import { resolveTrainingData } from "./artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "./jobs.js";
@@ -67,6 +68,12 @@ export function trainingHandlers(deps: TrainingDeps) {
         content: request.content,
       });
       return artifactMessage(record);
+    },
+
+    async listTrainingJobs(request, context) {
+      const model = await registry.getOwned(principalOf(context).entity, request.modelId);
+      const page = await jobs.listForModel(model._id, { after: request.after, limit: request.limit ?? 20 });
+      return listEnvelope({ items: page.items.map(jobMessage), hasMore: page.hasMore });
     },
 
     async getTrainingJob(request, context) {

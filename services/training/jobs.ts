@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { notFound } from "../core/errors.js";
+import { paginate, type Page } from "../store/pagination.js";
 import type { Blobs } from "../store/blobs.js";
 import type { EventLog } from "../events/event-log.js";
 
@@ -101,6 +102,11 @@ export class TrainingJobs {
     const job = await this.jobs.findOne({ _id: jobId, entity });
     if (!job) throw notFound(`training job ${jobId} not found`);
     return job;
+  }
+
+  /** A model's jobs, newest first. */
+  async listForModel(modelId: string, options: { after?: string; limit: number }): Promise<Page<TrainingJobRecord>> {
+    return paginate(this.jobs, { filter: { model_id: modelId }, orderField: "created_at", order: "desc", what: "training job", ...options });
   }
 
   async inputOf(job: TrainingJobRecord): Promise<JsonObject[]> {

@@ -1,0 +1,49 @@
+// The web console's production build (console/dist), served at `/`: files by path, and
+// index.html for every other page address (client-side routes). API paths never reach here.
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { extname, join, normalize, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+
+type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+type Request = Parameters<NodeHandler>[0];
+type Response = Parameters<NodeHandler>[1];
+
+const DIST = fileURLToPath(new URL("../../console/dist/", import.meta.url));
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".json": "application/json",
+};
+
+/** Serves the request if it is a console page or asset; false when it is not the console's. */
+export async function serveConsole(req: Request, res: Response): Promise<boolean> {
+  const method = req.method ?? "GET";
+  const path = new URL(req.url ?? "/", "http://localhost").pathname;
+  if ((method !== "GET" && method !== "HEAD") || path.startsWith("/v1/") || path === "/v1") return false;
+  const wanted = normalize(join(DIST, decodeURIComponent(path)));
+  if (!wanted.startsWith(DIST.endsWith(sep) ? DIST : DIST + sep)) return false;
+  const file = (await isFile(wanted)) ? wanted : extname(path) === "" ? join(DIST, "index.html") : null;
+  if (!file || !(await isFile(file))) return false;
+  const immutable = file.includes(`${sep}assets${sep}`);
+  res.writeHead(200, {
+    "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+    "cache-control": immutable ? "public, max-age=31536000, immutable" : "no-cache",
+    "x-content-type-options": "nosniff",
+  });
+  if (method === "HEAD") res.end();
+  else createReadStream(file).pipe(res as NodeJS.WritableStream);
+  return true;
+}
+
+async function isFile(path: string): Promise<boolean> {
+  return stat(path).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+}
