@@ -84,7 +84,7 @@ describe("console", () => {
     await page.goto(`${server.url}/#/playground`);
     await page.fill("input[name=model]", `wandb-artifact:///${model.entity}/web/watched`);
     await page.click("button[type=submit]");
-    await page.waitForFunction(() => (document.querySelector("[data-testid=output]")?.textContent ?? "").length > 0);
+    await page.waitForFunction("(document.querySelector('[data-testid=output]')?.textContent ?? '').length > 0");
     await page.screenshot({ path: join(artifacts, "playground.png") });
 
     // Errors are shown to the person, readably.
