@@ -186,11 +186,11 @@ describe("REST validation errors (422, FastAPI shape)", () => {
         some_future_option: { nested: true },
       },
     });
-    // Valid JSON for the API: it passes validation and reaches the engine, which names the first
-    // option it cannot honour yet.
+    // Valid JSON for the API: it passes validation and reaches the engine, which refuses the one
+    // combination it cannot honour (two structured-output constraints at once), naming both.
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
-      error: { message: expect.stringMatching(/^response_format: type "json_schema"/), type: "BadRequestError", param: null, code: 400 },
+      error: { message: "structured outputs: give one constraint, not response_format json_schema and structured_outputs.choice", type: "BadRequestError", param: null, code: 400 },
     });
   });
 

@@ -115,7 +115,7 @@ async function train(
 
   const input: TrainingJobInput =
     job.type === "rl"
-      ? { kind: "rl", baseModelPath: await deps.baseModelPath(base.source), previousAdapterPath, adapterOutPath, groups: await deps.jobs.inputOf(job), experimentalConfig: config }
+      ? { kind: "rl", baseModelPath: await deps.baseModelPath(base.source), previousAdapterPath, adapterOutPath, groups: await deps.jobs.inputOf(job), experimentalConfig: config, seed: step }
       : {
           kind: "sft",
           baseModelPath: await deps.baseModelPath(base.source),
@@ -123,6 +123,8 @@ async function train(
           adapterOutPath,
           sftRows: await sftRows(deps, job),
           sftConfig: (config.config ?? {}) as JsonObject,
+          // The same data trains the same way (row order, LoRA init): seeded by the new step.
+          seed: step,
         };
 
   const alreadyStarted = await events.hasStarted(job._id);
