@@ -128,15 +128,20 @@ async function train(
         };
 
   const alreadyStarted = await events.hasStarted(job._id);
+  // Progress arrives as callbacks; the appends are chained so events keep their order and all
+  // are written before the terminal one.
+  let appended: Promise<unknown> = Promise.resolve();
+  const appendInOrder = (write: () => Promise<unknown>) => {
+    appended = appended.then(write).catch((error: unknown) => deps.log.warn("could not append a progress event", { job_id: job._id, error }));
+  };
   const progress: TrainingProgress = {
     started: (numSequences) => {
-      if (!alreadyStarted) void events.append(job._id, "training_started", { num_sequences: numSequences }).catch(() => undefined);
+      if (!alreadyStarted) appendInOrder(() => events.append(job._id, "training_started", { num_sequences: numSequences }));
     },
-    step: (metrics) => {
-      void events.append(job._id, "gradient_step", numericOnly(metrics)).catch(() => undefined);
-    },
+    step: (metrics) => appendInOrder(() => events.append(job._id, "gradient_step", numericOnly(metrics))),
   };
   const result = await deps.train(input, progress, signal);
+  await appended;
   if (signal.aborted) throw new Error("aborted");
 
   const adapter = await adapterBytes(adapterOutPath, result, previousAdapterPath);
