@@ -20,11 +20,8 @@ export const CHATML_TEMPLATE = [
   "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}",
 ].join("\n");
 
-// The same ChatML with Hermes-style tool use (the `tiny-tools` built-in): offered tools are listed
-// in a system block inside <tools></tools>, assistant tool calls render as
-// <tool_call>{"name": ..., "arguments": ...}</tool_call>, and tool results come back as
-// <tool_response> blocks in a user turn.
-export const CHATML_TOOLS_TEMPLATE = [
+// Renders a message's `content`: a string, or the text of a list of parts.
+const RENDER_CONTENT_MACRO = [
   "{%- macro render_content(content) -%}",
   "{%- if content is string -%}",
   "{{- content -}}",
@@ -36,6 +33,14 @@ export const CHATML_TOOLS_TEMPLATE = [
   "{%- endfor -%}",
   "{%- endif -%}",
   "{%- endmacro -%}",
+];
+
+// The same ChatML with Hermes-style tool use (the `tiny-tools` built-in): offered tools are listed
+// in a system block inside <tools></tools>, assistant tool calls render as
+// <tool_call>{"name": ..., "arguments": ...}</tool_call>, and tool results come back as
+// <tool_response> blocks in a user turn.
+export const CHATML_TOOLS_TEMPLATE = [
+  ...RENDER_CONTENT_MACRO,
   "{%- set has_tools = tools is defined and tools is not none and tools | length > 0 -%}",
   "{%- if has_tools -%}",
   "{{- '<|im_start|>system\\n' -}}",

@@ -103,31 +103,22 @@ function validate(o: TinyModelOptions, kvHeads: number): void {
 export const BUILT_IN_MODELS = ["tiny-chat", "tiny-tools"] as const;
 export type BuiltInModelName = (typeof BUILT_IN_MODELS)[number];
 
+const TINY_CHAT: Omit<TinyModelOptions, "path"> = {
+  name: "tiny-chat",
+  seed: 1,
+  layers: 4,
+  embedding: 128,
+  heads: 4,
+  kvHeads: 2,
+  ff: 384,
+  contextLength: 2048,
+  type: "f32",
+};
+
 export const BUILT_IN_PRESETS: Record<BuiltInModelName, Omit<TinyModelOptions, "path">> = {
-  "tiny-chat": {
-    name: "tiny-chat",
-    seed: 1,
-    layers: 4,
-    embedding: 128,
-    heads: 4,
-    kvHeads: 2,
-    ff: 384,
-    contextLength: 2048,
-    type: "f32",
-  },
+  "tiny-chat": TINY_CHAT,
   // The same weights with a template that offers tools and renders tool calls.
-  "tiny-tools": {
-    name: "tiny-tools",
-    seed: 1,
-    layers: 4,
-    embedding: 128,
-    heads: 4,
-    kvHeads: 2,
-    ff: 384,
-    contextLength: 2048,
-    type: "f32",
-    chatTemplate: "chatml-tools",
-  },
+  "tiny-tools": { ...TINY_CHAT, name: "tiny-tools", chatTemplate: "chatml-tools" },
 };
 
 const pending = new Map<string, Promise<string>>();
