@@ -92,5 +92,5 @@ describe("console", () => {
     await page.click("button[type=submit]");
     await page.waitForSelector("#error:not([hidden])");
     expect(await page.textContent("#error")).toContain("The model `no-such-model` does not exist.");
-  });
+  }, 180000);
 });

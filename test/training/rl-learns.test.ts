@@ -77,5 +77,5 @@ describe("RL learns", () => {
     // A small learning rate: larger ones collapse this random tiny model onto one reply within a
     // step or two (measured), which can land on a reply without the letter.
     expect(curve[curve.length - 1]).toBeGreaterThan((curve[0] as number) * 1.15);
-  });
+  }, 240000);
 });

@@ -64,7 +64,7 @@ describe("artifacts", () => {
     expect((await upload("versions", "{}\n")).version).toBe(1);
     const empty = await rest("POST", "/v1/preview/artifacts?project=e2e&name=empty", { key, rawBody: "" });
     expect(empty.status).toBe(422);
-  });
+  }, 180000);
 });
 
 describe("SFT", () => {
@@ -92,7 +92,7 @@ describe("SFT", () => {
     expect(await greedy(`wandb-artifact:///${entity}/e2e/sft:step0`, pairs[0]?.[0] as string)).toBe(before[0]);
     const history = await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?name=train/loss`, { key });
     expect((history.body as { data: { step: number }[] }).data.map((m) => m.step)).toEqual([1]);
-  });
+  }, 180000);
 
   it("fails a job on bad data with one training_failed naming the line", async () => {
     const model = await newModel("sft-bad");
@@ -103,7 +103,7 @@ describe("SFT", () => {
     expect(outcome.step).toBe(0);
     const events = (await rest("GET", `/v1/preview/training-jobs/${job.id}/events?limit=100`, { key })).body as { data: { type: string }[] };
     expect(events.data.filter((e) => e.type === "training_failed" || e.type === "training_ended").length).toBe(1);
-  });
+  }, 180000);
 });
 
 describe("RL", () => {
@@ -137,7 +137,7 @@ describe("RL", () => {
     const after = await greedy(name, "Say something.", 12);
     expect(after).not.toBe(before);
     expect(await greedy(`${name}:step0`, "Say something.", 12)).toBe(before);
-  });
+  }, 180000);
 
   it("cancels a running and a queued job, each with exactly one terminal event and no checkpoint", async () => {
     const model = await newModel("rl-cancel");
@@ -165,7 +165,7 @@ describe("RL", () => {
       expect(events.data.filter((e) => e.type === "training_failed" || e.type === "training_ended").length).toBe(1);
     }
     expect((await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body).toMatchObject({ data: [{ step: 0 }] });
-  });
+  }, 180000);
 
   it("advances the step even when nothing is trainable (the adapter carries over)", async () => {
     const model = await newModel("rl-flat");
@@ -175,5 +175,5 @@ describe("RL", () => {
     const outcome = await followJob(key, job.id, model.id);
     expect(outcome.terminal.type, JSON.stringify(outcome.terminal.data)).toBe("training_ended");
     expect(outcome.step).toBe(1);
-  });
+  }, 180000);
 });

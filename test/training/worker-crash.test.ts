@@ -86,5 +86,5 @@ describe("a worker killed during a job", () => {
     expect(types[0]).toBe("training_started");
     expect(types.filter((t) => t === "training_started").length).toBe(1);
     expect(types.filter((t) => t === "training_ended" || t === "training_failed")).toEqual(["training_ended"]);
-  });
+  }, 300000);
 });
