@@ -49,8 +49,14 @@ describe("engine limits", () => {
   it("admits waiting requests by priority and refuses past the queue limit with 429", async () => {
     expect((await complete({ max_tokens: 2 })).status).toBe(200); // warm-up
     const finished: string[] = [];
-    const occupy = complete({ max_tokens: 400 }).then(async (r) => (await r.text(), finished.push("occupier")));
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The occupier holds the only sequence: wait for its first streamed chunk before queueing others.
+    const occupying = await complete({ max_tokens: 400, stream: true });
+    const reader = (occupying.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    const occupy = (async () => {
+      while (!(await reader.read()).done);
+      finished.push("occupier");
+    })();
     const low = complete({ max_tokens: 4, priority: 5 }).then(async (r) => (await r.text(), finished.push("low")));
     await new Promise((resolve) => setTimeout(resolve, 50));
     const high = complete({ max_tokens: 4, priority: -1 }).then(async (r) => (await r.text(), finished.push("high")));
