@@ -50,7 +50,7 @@ describe("engine limits", () => {
     expect((await complete({ max_tokens: 2 })).status).toBe(200); // warm-up
     const finished: string[] = [];
     // The occupier holds the only sequence: wait for its first streamed chunk before queueing others.
-    const occupying = await complete({ max_tokens: 400, stream: true });
+    const occupying = await complete({ max_tokens: 1500, stream: true });
     const reader = (occupying.body as ReadableStream<Uint8Array>).getReader();
     await reader.read();
     const occupy = (async () => {
