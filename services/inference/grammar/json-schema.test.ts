@@ -6,6 +6,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonSchemaToGbnf, UnsupportedSchemaError, type JsonSchemaGbnfOptions } from "./json-schema.js";
 import { cpuLlama, grammarAccepts } from "./test-support.js";
+import { Prng } from "../../weights/prng.js";
 
 let llama: Llama;
 beforeAll(async () => {
@@ -25,16 +26,10 @@ async function expectLanguage(schema: JsonValue, accept: string[], reject: strin
   for (const text of reject) expect(grammarAccepts(grammar, text), `should reject ${text}`).toBe(false);
 }
 
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+/** Uniform [0, 1) numbers from the project's seeded generator. */
+function seededUniform(seed: number): () => number {
+  const prng = new Prng(seed, "grammar-tests");
+  return () => prng.uniform();
 }
 
 describe("objects", () => {
@@ -263,7 +258,7 @@ function plain(n: number): string {
 }
 
 function candidates(bounds: Bounds, seed: number, count: number): string[] {
-  const rng = prng(seed);
+  const rng = seededUniform(seed);
   const anchors = Object.values(bounds).filter((v): v is number => typeof v === "number");
   const out = new Set<string>(["0", "-0", "0.0", "1", "-1", "999999999999999", "1000000000000000", "-999999999999999", "0.00000000000001", "0.000000000000001"]);
   for (const a of anchors) {

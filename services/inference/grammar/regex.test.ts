@@ -7,6 +7,7 @@ import { choiceToGbnf, jsonObjectGbnf } from "./choice.js";
 import { jsonSchemaToGbnf } from "./json-schema.js";
 import { parseRegex, regexRule, regexToGbnf, UnsupportedRegexError, type RegexNode } from "./regex.js";
 import { cpuLlama, grammarAccepts } from "./test-support.js";
+import { Prng } from "../../weights/prng.js";
 
 let llama: Llama;
 beforeAll(async () => {
@@ -15,17 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await llama?.dispose();
 });
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A random string the regex matches (preferring printable ASCII members of each set). */
 function walk(node: RegexNode, rng: () => number): string {
@@ -81,12 +71,18 @@ const PATTERNS = [
   "(|a)b",
 ];
 
+/** Uniform [0, 1) numbers from the project's seeded generator. */
+function seededUniform(seed: number): () => number {
+  const prng = new Prng(seed, "grammar-tests");
+  return () => prng.uniform();
+}
+
 describe("regex", () => {
   it.each(PATTERNS)("%s: raw grammar agrees with RegExp", async (pattern) => {
     const grammar = await llama.createGrammar({ grammar: regexToGbnf(pattern) });
     const regex = new RegExp(`^(?:${pattern})$`, "u");
     const node = parseRegex(pattern);
-    const rng = prng(pattern.length * 7919);
+    const rng = seededUniform(pattern.length * 7919);
     const alphabet = [...new Set([...pattern, "a", "Z", "0", "9", " ", "_", "-", ".", "\n", "\t", "é", '"', "\\"])];
     const positives = Array.from({ length: 25 }, () => walk(node, rng));
     for (const text of positives) {
@@ -103,7 +99,7 @@ describe("regex", () => {
     const grammar = await llama.createGrammar({ grammar: jsonSchemaToGbnf({ type: "string", pattern }) });
     const regex = new RegExp(`^(?:${pattern})$`, "u");
     const node = parseRegex(pattern);
-    const rng = prng(pattern.length * 104729);
+    const rng = seededUniform(pattern.length * 104729);
     const alphabet = [...new Set([...pattern, "a", "0", " ", "\n", "\t", '"', "\\", "/", "é"])];
     const texts = [...Array.from({ length: 20 }, () => walk(node, rng)), ...Array.from({ length: 30 }, () => randomString(alphabet, rng))];
     for (const text of texts) {
