@@ -1,20 +1,16 @@
 // The console in a real browser (Debian's Chromium driven by playwright-core) against a real
 // server with a training worker: sign in, see a model, follow an RL job live, see the reward chart
 // gain a point, stream a reply in the playground. Screenshots go to test/artifacts/.
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
-import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
-import { connectDatabase } from "../../services/store/mongo.js";
 import { rest as restAt } from "../support/clients.js";
-import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+import type { ServerProcess } from "../support/server-process.js";
+import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 
 const artifacts = join(import.meta.dirname, "..", "artifacts");
-let dataDir = "";
-let database: EmbeddedDatabase;
+let isolated: IsolatedServer;
 let server: ServerProcess;
 let browser: Browser;
 let page: Page;
@@ -23,12 +19,8 @@ const rest = (method: string, path: string, body?: unknown) => restAt(method, pa
 
 beforeAll(async () => {
   await mkdir(artifacts, { recursive: true });
-  dataDir = await mkdtemp(join(tmpdir(), "srl-console-"));
-  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
-  server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_console", ENGINE_THREADS: "1" });
-  const db = await connectDatabase(database.uri, "srl_console");
-  key = (await new ApiKeys(db.db).create("console-team")).key;
-  await db.close();
+  isolated = await startIsolatedServer({ name: "console", entity: "console-team" });
+  ({ server, key } = isolated);
   browser = await chromium.launch({
     executablePath: "/usr/bin/chromium",
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
@@ -37,9 +29,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await browser?.close();
-  await server?.stop();
-  await database?.stop();
-  await rm(dataDir, { recursive: true, force: true });
+  await isolated?.stop();
 });
 
 describe("console", () => {

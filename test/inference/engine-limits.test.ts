@@ -1,42 +1,23 @@
 // The engine under pressure, on a server of its own with one sequence and a short queue: priority
 // order, 429 past the queue limit, and recovery after the engine process dies.
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
-import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
-import { connectDatabase } from "../../services/store/mongo.js";
-import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+import type { ServerProcess } from "../support/server-process.js";
+import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 
-let dataDir = "";
-let database: EmbeddedDatabase;
+let isolated: IsolatedServer;
 let server: ServerProcess;
 let key = "";
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "srl-engine-"));
-  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
-  server = await startServerProcess({
-    DATA_DIR: dataDir,
-    MONGODB_URI: database.uri,
-    MONGODB_DB: "srl_engine",
-    ENGINE_THREADS: "1",
-    ENGINE_SEQUENCES: "1",
-    ENGINE_MAX_QUEUE: "2",
-    PRIORITY_MODELS: "tiny-chat",
-    BASE_MODELS: "offline=hf:someone/some-model-GGUF/model.Q8_0.gguf",
-    ENGINE_HUB_TIMEOUT_MS: "3000",
+  isolated = await startIsolatedServer({
+    name: "engine",
+    entity: "limits",
+    env: { ENGINE_SEQUENCES: "1", ENGINE_MAX_QUEUE: "2", PRIORITY_MODELS: "tiny-chat", BASE_MODELS: "offline=hf:someone/some-model-GGUF/model.Q8_0.gguf", ENGINE_HUB_TIMEOUT_MS: "3000" },
   });
-  const db = await connectDatabase(database.uri, "srl_engine");
-  key = (await new ApiKeys(db.db).create("limits")).key;
-  await db.close();
+  ({ server, key } = isolated);
 });
-afterAll(async () => {
-  await server?.stop();
-  await database?.stop();
-  await rm(dataDir, { recursive: true, force: true });
-});
+afterAll(() => isolated?.stop());
 
 const complete = (body: Record<string, unknown>) =>
   fetch(`${server.url}/v1/chat/completions`, {

@@ -1,36 +1,22 @@
 // RL learns: a GRPO-style loop through the public API on the tiny model. Each step samples groups
 // of completions, rewards the share of the letter "e" in each reply, and trains one job on them;
 // the mean reward rises over a few steps. The curve is printed.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
-import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
-import { connectDatabase } from "../../services/store/mongo.js";
 import { rest as restAt } from "../support/clients.js";
 import { followJob } from "../support/art-client.js";
-import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+import type { ServerProcess } from "../support/server-process.js";
+import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 
-let dataDir = "";
-let database: EmbeddedDatabase;
+let isolated: IsolatedServer;
 let server: ServerProcess;
 let key = "";
 const rest = (method: string, path: string, body?: unknown) => restAt(method, path, { key, body, base: server.url });
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "srl-rl-"));
-  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
-  server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_rl", ENGINE_THREADS: "1" });
-  const db = await connectDatabase(database.uri, "srl_rl");
-  key = (await new ApiKeys(db.db).create("rl")).key;
-  await db.close();
+  isolated = await startIsolatedServer({ name: "rl", entity: "rl" });
+  ({ server, key } = isolated);
 });
-afterAll(async () => {
-  await server?.stop();
-  await database?.stop();
-  await rm(dataDir, { recursive: true, force: true });
-});
+afterAll(() => isolated?.stop());
 
 const reward = (text: string) => [...text].filter((c) => c === "e").length / Math.max(1, [...text].length);
 

@@ -1,20 +1,14 @@
 // Training end to end through the REST API: SFT on uploaded data and RL on completions sampled
 // from the service itself, each followed with the ART client's polling loop; the new checkpoint is
 // listed and served at once. Also the failure and cancellation paths.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
-import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
-import { connectDatabase } from "../../services/store/mongo.js";
 import { rest as restAt } from "../support/clients.js";
 import { followJob as followJobAt } from "../support/art-client.js";
-import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+import type { ServerProcess } from "../support/server-process.js";
+import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 
 // A server of its own, with the in-process training worker on.
-let dataDir = "";
-let database: EmbeddedDatabase;
+let isolated: IsolatedServer;
 let server: ServerProcess;
 let key = "";
 const entity = "trainer";
@@ -22,18 +16,10 @@ const rest = (method: string, path: string, options: Parameters<typeof restAt>[2
 const followJob = (apiKey: string, jobId: string, modelId: string) => followJobAt(apiKey, jobId, modelId, server.url);
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "srl-train-"));
-  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
-  server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_train", ENGINE_THREADS: "1", WORKER_LEASE_MS: "3000" });
-  const db = await connectDatabase(database.uri, "srl_train");
-  key = (await new ApiKeys(db.db).create(entity)).key;
-  await db.close();
+  isolated = await startIsolatedServer({ name: "train", entity, env: { WORKER_LEASE_MS: "3000" } });
+  ({ server, key } = isolated);
 });
-afterAll(async () => {
-  await server?.stop();
-  await database?.stop();
-  await rm(dataDir, { recursive: true, force: true });
-});
+afterAll(() => isolated?.stop());
 
 async function newModel(name: string): Promise<{ id: string; run_id: string }> {
   const res = await rest("POST", "/v1/preview/models", { key, body: { project: "e2e", name, base_model: "tiny-chat" } });

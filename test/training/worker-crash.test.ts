@@ -2,16 +2,15 @@
 // SIGKILL, its lease expires, another worker retries the job from the start and finishes it, with
 // one checkpoint and one terminal event.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
-import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
-import { connectDatabase, type Database } from "../../services/store/mongo.js";
-import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+import type { EmbeddedDatabase } from "../../services/store/launcher.js";
+import type { Database } from "../../services/store/mongo.js";
+import type { ServerProcess } from "../support/server-process.js";
+import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 
 const repoRoot = join(import.meta.dirname, "..", "..");
+let isolated: IsolatedServer;
 let dataDir = "";
 let database: EmbeddedDatabase;
 let db: Database;
@@ -35,18 +34,12 @@ const call = async (method: string, path: string, body?: unknown) => {
 };
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "srl-crash-"));
-  database = await startEmbeddedDatabase({ dataDir, log: () => {} });
-  server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_crash", TRAINING_WORKER: "0", ENGINE_THREADS: "1" });
-  db = await connectDatabase(database.uri, "srl_crash");
-  key = (await new ApiKeys(db.db).create("crash")).key;
+  isolated = await startIsolatedServer({ name: "crash", entity: "crash", env: { TRAINING_WORKER: "0" } });
+  ({ dataDir, database, db, server, key } = isolated);
 });
 afterAll(async () => {
   for (const worker of workers) if (worker.exitCode === null) worker.kill("SIGKILL");
-  await db?.close();
-  await server?.stop();
-  await database?.stop();
-  await rm(dataDir, { recursive: true, force: true });
+  await isolated?.stop();
 });
 
 describe("a worker killed during a job", () => {

@@ -1,0 +1,41 @@
+// A server of a test file's own (its own embedded database and data directory), for suites that
+// change server settings or need a training worker; with one API key of `entity`.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
+import { connectDatabase, type Database } from "../../services/store/mongo.js";
+import { startServerProcess, type ServerProcess } from "./server-process.js";
+
+export interface IsolatedServer {
+  dataDir: string;
+  database: EmbeddedDatabase;
+  /** The server's database, for reading what no API shows. */
+  db: Database;
+  server: ServerProcess;
+  key: string;
+  stop(): Promise<void>;
+}
+
+export async function startIsolatedServer(options: { name: string; entity: string; env?: Record<string, string> }): Promise<IsolatedServer> {
+  const dataDir = await mkdtemp(join(tmpdir(), `srl-${options.name}-`));
+  const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
+  const dbName = `srl_${options.name}`;
+  const server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: dbName, ENGINE_THREADS: "1", ...options.env });
+  const db = await connectDatabase(database.uri, dbName);
+  const key = (await new ApiKeys(db.db).create(options.entity)).key;
+  return {
+    dataDir,
+    database,
+    db,
+    server,
+    key,
+    async stop() {
+      await db.close();
+      await server.stop();
+      await database.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
