@@ -20,6 +20,15 @@ export function chatTemplateOf(model: LlamaModel): string | null {
  * also start some valid characters; models that need those spell them with merged tokens.
  */
 export function overlongLeadByteTokens(model: LlamaModel): number[] {
+  let found = overlongCache.get(model);
+  if (!found) overlongCache.set(model, (found = findOverlongLeadByteTokens(model)));
+  return found;
+}
+
+// Per loaded model: the scan covers the whole vocabulary, and grammars come with many requests.
+const overlongCache = new WeakMap<LlamaModel, number[]>();
+
+function findOverlongLeadByteTokens(model: LlamaModel): number[] {
   const banned = new Set([0xc0, 0xc1, 0xe0, 0xf0, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff]);
   const tokenizer = (model.fileInfo.metadata as { tokenizer?: { ggml?: { model?: string; tokens?: readonly string[] } } }).tokenizer?.ggml;
   const tokens = tokenizer?.tokens ?? [];
