@@ -3,7 +3,7 @@
 // uploads of one name.
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
-import { badRequest, notFound } from "../core/errors.js";
+import { badRequest, conflict, notFound } from "../core/errors.js";
 import type { Blobs } from "../store/blobs.js";
 
 export interface ArtifactRecord {
@@ -36,33 +36,41 @@ export class Artifacts {
     await this.artifacts.createIndex({ model_id: 1 });
   }
 
-  /** Stores a file as a new version, or adds it to `version` when given. */
-  async upload(input: { entity: string; project: string; name: string; type: string; filename: string; version: number | null; content: Uint8Array }): Promise<ArtifactRecord> {
-    if (!FILE_NAME.test(input.filename)) throw badRequest(`filename "${input.filename}" must be a plain file name`);
-    const blobId = await this.blobs.put(`${input.name}/${input.filename}`, input.content, { kind: "artifact_file", artifact: `${input.entity}/${input.project}/${input.name}` });
-    const file = { name: input.filename, size: input.content.byteLength, blob_id: blobId };
+  /** Stores files as a new version, or adds them to `version` when given. */
+  async upload(input: { entity: string; project: string; name: string; type: string; version: number | null; files: { filename: string; content: Uint8Array }[] }): Promise<ArtifactRecord> {
+    const names = input.files.map((file) => file.filename);
+    for (const name of names) if (!FILE_NAME.test(name)) throw badRequest(`filename "${name}" must be a plain file name`);
+    const repeated = names.find((name, index) => names.indexOf(name) !== index);
+    if (repeated) throw badRequest(`the file ${repeated} is given twice`);
+    const where = { entity: input.entity, project: input.project, name: input.name };
     if (input.version !== null) {
-      const existing = await this.artifacts.findOneAndUpdate(
-        { entity: input.entity, project: input.project, name: input.name, version: input.version },
-        { $push: { files: file } },
+      // Check first so a refused upload writes no blob; the update below settles races.
+      const target = await this.artifacts.findOne({ ...where, version: input.version });
+      if (!target) throw notFound(`artifact ${input.entity}/${input.project}/${input.name}:v${input.version} not found`);
+      const clash = target.files.find((file) => names.includes(file.name));
+      if (clash) throw conflict(`artifact ${input.name}:v${input.version} already has a file ${clash.name}`);
+    }
+    const files = await this.putFiles(input);
+    if (input.version !== null) {
+      const updated = await this.artifacts.findOneAndUpdate(
+        { ...where, version: input.version, "files.name": { $nin: names } },
+        { $push: { files: { $each: files } } },
         { returnDocument: "after" },
       );
-      if (!existing) {
-        await this.blobs.delete(blobId);
-        throw notFound(`artifact ${input.entity}/${input.project}/${input.name}:v${input.version} not found`);
+      if (!updated) {
+        await this.deleteFiles(files);
+        throw conflict(`artifact ${input.name}:v${input.version} changed while uploading (a file of the same name was added); nothing was stored`);
       }
-      return existing;
+      return updated;
     }
     for (let attempt = 0; ; attempt++) {
-      const latest = await this.artifacts.findOne({ entity: input.entity, project: input.project, name: input.name }, { sort: { version: -1 } });
+      const latest = await this.artifacts.findOne(where, { sort: { version: -1 } });
       const record: ArtifactRecord = {
         _id: randomUUID(),
-        entity: input.entity,
-        project: input.project,
-        name: input.name,
+        ...where,
         version: latest ? latest.version + 1 : 0,
         type: input.type,
-        files: [file],
+        files,
         model_id: null,
         created_at: new Date(),
       };
@@ -70,9 +78,30 @@ export class Artifacts {
         await this.artifacts.insertOne(record);
         return record;
       } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === 11000) || attempt >= 5) throw error;
+        if (!(error instanceof MongoServerError && error.code === 11000) || attempt >= 5) {
+          await this.deleteFiles(files);
+          throw error;
+        }
       }
     }
+  }
+
+  private async putFiles(input: { entity: string; project: string; name: string; files: { filename: string; content: Uint8Array }[] }): Promise<ArtifactRecord["files"]> {
+    const stored: ArtifactRecord["files"] = [];
+    try {
+      for (const file of input.files) {
+        const blobId = await this.blobs.put(`${input.name}/${file.filename}`, file.content, { kind: "artifact_file", artifact: `${input.entity}/${input.project}/${input.name}` });
+        stored.push({ name: file.filename, size: file.content.byteLength, blob_id: blobId });
+      }
+      return stored;
+    } catch (error) {
+      await this.deleteFiles(stored);
+      throw error;
+    }
+  }
+
+  private async deleteFiles(files: ArtifactRecord["files"]): Promise<void> {
+    for (const file of files) await this.blobs.delete(file.blob_id);
   }
 
   async find(entity: string, project: string, name: string, version: number | null): Promise<ArtifactRecord | null> {
@@ -94,7 +123,7 @@ export class Artifacts {
   async deleteForModel(modelId: string): Promise<number> {
     const linked = await this.artifacts.find({ model_id: modelId }).toArray();
     for (const artifact of linked) {
-      for (const file of artifact.files) await this.blobs.delete(file.blob_id);
+      await this.deleteFiles(artifact.files);
       await this.artifacts.deleteOne({ _id: artifact._id });
     }
     return linked.length;

@@ -57,15 +57,19 @@ export function trainingHandlers(deps: TrainingDeps) {
       if (entity !== principal.entity) {
         throw new ApiError("permission_denied", `this API key belongs to entity "${principal.entity}" and cannot upload to "${entity}"`);
       }
-      if (request.content.byteLength === 0) throw badRequest("the artifact file is empty");
+      const single = request.content.byteLength > 0 ? [{ filename: request.filename ?? "train.jsonl", content: request.content }] : [];
+      if (single.length > 0 && request.files.length > 0) throw badRequest("give the artifact's files either as content or as files, not both");
+      const files = single.length > 0 ? single : request.files.map((file) => ({ filename: file.filename, content: file.content }));
+      if (files.length === 0) throw badRequest("no file given: send content (with filename) or files");
+      const empty = files.find((file) => file.content.byteLength === 0);
+      if (empty) throw badRequest(`the artifact file ${empty.filename} is empty`);
       const record = await deps.artifacts.upload({
         entity,
         project: request.project,
         name: request.name,
         type: request.type ?? "dataset",
-        filename: request.filename ?? "train.jsonl",
         version: request.version ?? null,
-        content: request.content,
+        files,
       });
       return artifactMessage(record);
     },

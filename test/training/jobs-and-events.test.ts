@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Events } from "../../gen/srl/v1/events_pb.js";
+import { Training } from "../../gen/srl/v1/training_pb.js";
 import { EventLog } from "../../services/events/event-log.js";
 import { TrainingJobs } from "../../services/training/jobs.js";
 import { Blobs } from "../../services/store/blobs.js";
@@ -244,5 +245,28 @@ describe("queue for workers", () => {
     });
     expect((await rest("GET", `/v1/preview/training-jobs/${first}`, { key })).body).toMatchObject({ status: "succeeded", step: 1 });
     expect((await rest("GET", `/v1/preview/training-jobs/${second}`, { key })).body).toMatchObject({ status: "failed", error_message: "trainer exploded" });
+  });
+});
+
+describe("artifacts over Connect", () => {
+  it("stores several named files in one call and refuses content and files together", async () => {
+    const client = connectClient(Training, "connect-binary", key);
+    const bytes = (text: string) => new TextEncoder().encode(text);
+    const artifact = await client.createArtifact({
+      project: "jobs",
+      name: "connect-files",
+      files: [
+        { filename: "trajectories.jsonl", content: bytes("{}\n") },
+        { filename: "metadata.json", content: bytes("{}") },
+      ],
+    });
+    expect(artifact.version).toBe(0);
+    expect(artifact.files.map((f) => [f.name, Number(f.size)])).toEqual([["trajectories.jsonl", 3], ["metadata.json", 2]]);
+    const both = await client.createArtifact({ project: "jobs", name: "connect-files", content: bytes("{}"), files: [{ filename: "a.json", content: bytes("{}") }] }).catch((error: unknown) => error);
+    expect(both).toBeInstanceOf(ConnectError);
+    expect((both as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((both as ConnectError).rawMessage).toBe("give the artifact's files either as content or as files, not both");
+    const twice = await client.createArtifact({ project: "jobs", name: "connect-files", files: [{ filename: "a.json", content: bytes("1") }, { filename: "a.json", content: bytes("2") }] }).catch((error: unknown) => error);
+    expect((twice as ConnectError).rawMessage).toBe("the file a.json is given twice");
   });
 });

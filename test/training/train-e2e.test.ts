@@ -51,6 +51,49 @@ describe("artifacts", () => {
     const empty = await rest("POST", "/v1/preview/artifacts?project=e2e&name=empty", { key, rawBody: "" });
     expect(empty.status).toBe(422);
   }, 180000);
+
+  it("takes several files as a multipart form (as fetch sends FormData), adds to a version, refuses clashes", async () => {
+    const post = (form: FormData, query = "") => fetch(`${server.url}/v1/preview/artifacts${query}`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form });
+    const trajectory = (answer: string) =>
+      JSON.stringify({ messages_and_choices: [{ role: "user", content: "Colour?" }, { finish_reason: "stop", index: 0, message: { role: "assistant", content: answer } }], reward: 1 });
+    const form = new FormData();
+    form.set("project", "e2e");
+    form.set("name", "multipart");
+    form.append("file", new Blob([`${trajectory("blue")}\n${trajectory("blue")}\n`]), "trajectories.jsonl");
+    form.append("file", new Blob(['{"source":"test"}']), "metadata.json");
+    const created = await post(form, "?project=ignored-when-the-form-has-it");
+    expect(created.status).toBe(200);
+    const artifact = (await created.json()) as { url: string; project: string; version: number; files: { name: string; size: number }[] };
+    expect(artifact).toMatchObject({ project: "e2e", version: 0, files: [{ name: "trajectories.jsonl" }, { name: "metadata.json", size: 17 }] });
+
+    const more = new FormData();
+    more.append("notes", new Blob(["x"]), "notes.txt");
+    expect((await post(more, "?project=e2e&name=multipart&version=0")).status).toBe(200);
+    const clash = await post(more, "?project=e2e&name=multipart&version=0");
+    expect(clash.status).toBe(409);
+    expect(await clash.json()).toEqual({ detail: "artifact multipart:v0 already has a file notes.txt" });
+    const noFiles = new FormData();
+    noFiles.set("project", "e2e");
+    noFiles.set("name", "multipart");
+    const missing = await post(noFiles);
+    expect(missing.status).toBe(422);
+    expect(await missing.json()).toMatchObject({ detail: [{ type: "missing", loc: ["body", "files"] }] });
+    const broken = await fetch(`${server.url}/v1/preview/artifacts?project=e2e&name=multipart`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "multipart/form-data; boundary=zz" },
+      body: '--zz\r\nContent-Disposition: form-data; name="file"; filename="train.jsonl"\r\n\r\n{}',
+    });
+    expect(broken.status).toBe(400);
+    expect(await broken.json()).toEqual({ detail: "the multipart body ends without its closing boundary" });
+
+    // The trajectories layout trains as the spec describes it.
+    const model = await newModel("multipart-sft");
+    const job = await rest("POST", "/v1/preview/sft-training-jobs", { key, body: { model_id: model.id, training_data_url: artifact.url, config: { batch_size: 2 } } });
+    expect(job.status).toBe(200);
+    const outcome = await followJob(key, (job.body as { id: string }).id, model.id);
+    expect(outcome.terminal.type, JSON.stringify(outcome.terminal.data)).toBe("training_ended");
+    expect(outcome.step).toBe(1);
+  }, 180000);
 });
 
 describe("SFT", () => {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/options.proto.
  */
 export const file_srl_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxIpUBCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgiTAoJUmVzdFJ1bGVzEg4KBnB1YmxpYxgBIAEoCBIVCg1vcGVuYWlfZXJyb3JzGAIgASgIEhgKEHNlbGVjdF93aGVuX3RydWUYAyABKAk6SQoFZmllbGQSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLmOAyABKAsyEi5zcmwudjEuRmllbGRSdWxlc1IFZmllbGQ6RwoEcmVzdBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLqOAyABKAsyES5zcmwudjEuUmVzdFJ1bGVzUgRyZXN0YgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxIpUBCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgiZQoJUmVzdFJ1bGVzEg4KBnB1YmxpYxgBIAEoCBIVCg1vcGVuYWlfZXJyb3JzGAIgASgIEhgKEHNlbGVjdF93aGVuX3RydWUYAyABKAkSFwoPbXVsdGlwYXJ0X2ZpbGVzGAQgASgJOkkKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMhIuc3JsLnYxLkZpZWxkUnVsZXNSBWZpZWxkOkcKBHJlc3QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi6jgMgASgLMhEuc3JsLnYxLlJlc3RSdWxlc1IEcmVzdGIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * Request rules read by the gateway's validator for every protocol (REST, Connect, gRPC), so a
@@ -115,6 +115,15 @@ export type RestRules = Message<"srl.v1.RestRules"> & {
    * @generated from field: string select_when_true = 3;
    */
   selectWhenTrue: string;
+
+  /**
+   * For an upload method whose REST body is one raw `bytes` field: a `multipart/form-data` body is
+   * accepted too. Its file parts go to the repeated field named here (a message with `filename`
+   * and `content`); its other parts are read as query parameters are.
+   *
+   * @generated from field: string multipart_files = 4;
+   */
+  multipartFiles: string;
 };
 
 /**

@@ -15,6 +15,7 @@ import { encodeMessage } from "./json-encode.js";
 import { JsonSyntaxError, parseJsonLossless, type LosslessJson } from "./json-parse.js";
 import { allowedVerbs, matchRoutes, restRoutes, type RestRoute } from "./http-rules.js";
 import { restError } from "./error-response.js";
+import { multipartBoundary, parseMultipart, type MultipartForm } from "./multipart.js";
 import { BodyTooLarge, readBody } from "./read-body.js";
 
 type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
@@ -61,7 +62,8 @@ export function createTranscoder(options: TranscoderOptions) {
         route = chosen.route;
         const endpoint = endpointOf.get(chosen.route.method);
         if (!endpoint) throw new Error(`no endpoint for ${chosen.route.method.name}`);
-        const request = decodeRequest(chosen.route, chosen.params, url.searchParams, body, raw);
+        const form = raw !== undefined && rawBodyField(chosen.route) ? multipartForm(chosen.route, header(req, "content-type"), raw) : undefined;
+        const request = decodeRequest(chosen.route, chosen.params, url.searchParams, body, raw, form);
         values.set(restValidatedKey, true);
         if (isObject(body)) values.set(rawBodyKey, plain(body) as JsonObject);
         const abort = new AbortController();
@@ -132,7 +134,21 @@ function rawBodyField(route: RestRoute): boolean {
   return field?.fieldKind === "scalar" && field.scalar === ScalarType.BYTES;
 }
 
-function decodeRequest(route: RestRoute, params: Record<string, string>, query: URLSearchParams, body: LosslessJson | undefined, raw: Buffer | undefined): Message {
+/** A multipart form sent to an upload rule that accepts one (`srl.v1.rest` `multipart_files`). */
+function multipartForm(route: RestRoute, contentType: string | null, raw: Buffer): (MultipartForm & { filesField: string }) | undefined {
+  const filesField = restRule(route.method)?.multipartFiles ?? "";
+  const boundary = filesField === "" ? null : multipartBoundary(contentType);
+  return boundary === null ? undefined : { ...parseMultipart(raw, boundary), filesField };
+}
+
+function decodeRequest(
+  route: RestRoute,
+  params: Record<string, string>,
+  query: URLSearchParams,
+  body: LosslessJson | undefined,
+  raw: Buffer | undefined,
+  form?: MultipartForm & { filesField: string },
+): Message {
   const desc = route.method.input;
   const violations: Violation[] = [];
   const pathFields = new Set(route.pathParams);
@@ -140,10 +156,16 @@ function decodeRequest(route: RestRoute, params: Record<string, string>, query: 
   const json: JsonObject = decodeFields(desc, params, ["path"], violations, others(pathFields));
   if (route.body !== "*") {
     // Fields neither in the path nor the body come from the query string.
-    const bound = new Set([...pathFields, ...(route.body ? [route.body] : [])]);
-    Object.assign(json, decodeFields(desc, queryObject(desc, query), ["query"], violations, bound));
+    const bound = new Set([...pathFields, ...(route.body ? [route.body] : []), ...(form ? [form.filesField] : [])]);
+    // A multipart form's text fields are read as query parameters are, and win over them.
+    const source = new URLSearchParams(query);
+    for (const [name, value] of form?.fields ?? []) source.set(name, value);
+    Object.assign(json, decodeFields(desc, queryObject(desc, source), [form ? "body" : "query"], violations, bound));
   }
-  if (route.body === "") {
+  if (form) {
+    if (form.files.length === 0) violations.push({ type: "missing", loc: ["body", form.filesField], msg: "Field required", input: null });
+    json[form.filesField] = form.files.map((file) => ({ filename: file.filename, content: file.content.toString("base64") }));
+  } else if (route.body === "") {
     // No body.
   } else if (rawBodyField(route)) {
     if (!raw || raw.length === 0) violations.push({ type: "missing", loc: ["body"], msg: "Field required", input: null });
