@@ -91,11 +91,29 @@ describe("engine limits", () => {
     expect(broken.status).toBe(400);
   });
 
-  it("answers 400 when a grammar and banned tokens leave nothing to sample, then serves again", async () => {
-    const res = await complete({ max_tokens: 5, structured_outputs: { choice: ["a"] }, logit_bias: { 97: -100 } });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/leave no token/);
-    expect((await complete({ max_tokens: 2 })).status).toBe(200);
+  it("answers 400 when a grammar and banned tokens leave nothing to sample, without disturbing the engine", async () => {
+    const enginesStarted = async () => [...(await readFile(server.logFile, "utf8")).matchAll(/"inference engine starting"/g)].length;
+    expect((await complete({ max_tokens: 1 })).status).toBe(200); // the engine is up
+    const before = await enginesStarted();
+    // Occupies the engine's only sequence and then waits its turn behind the refused requests:
+    // it must finish normally (an engine abort would fail it with 503).
+    const bystander = complete({ max_tokens: 200 });
+    const refusals = [
+      { structured_outputs: { choice: ["a"] }, logit_bias: { 97: -100 } }, // nothing at the first token
+      { structured_outputs: { choice: ["zq"] }, logit_bias: { 113: -100 } }, // stuck after "z"
+      { structured_outputs: { choice: ["a"] }, allowed_token_ids: [98] },
+      { structured_outputs: { regex: "x+" }, bad_words: ["x"] },
+    ];
+    for (const body of refusals) {
+      const res = await complete({ max_tokens: 5, ...body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toBe("the structured output and logit_bias / bad_words / allowed_token_ids leave no token the model may produce");
+    }
+    // Bans that leave the grammar a way out are honoured, not refused.
+    const spared = await complete({ max_tokens: 5, temperature: 0, structured_outputs: { choice: ["a", "b"] }, logit_bias: { 97: -100 } });
+    expect(((await spared.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content).toBe("b");
+    expect((await bystander).status).toBe(200);
+    expect(await enginesStarted()).toBe(before);
   });
 
   it("fails in-flight requests with 503 when the engine dies, then serves again", async () => {

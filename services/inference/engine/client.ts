@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { ApiError, badRequest, notFound, overloaded, unavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
-import type { EngineSettings, EngineToGateway, GatewayToEngine, GenerateRequest } from "./protocol.js";
+import { NOTHING_LEFT_TO_SAMPLE, type EngineSettings, type EngineToGateway, type GatewayToEngine, type GenerateRequest } from "./protocol.js";
 
 type EngineEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" }>;
 
@@ -98,12 +98,13 @@ export class EngineClient {
         reject(unavailable("the inference engine did not start"));
         if (this.stopping) return;
         this.log.error("inference engine exited", { code, signal, inflight: this.inflight.size });
-        // llama.cpp aborts when a grammar and banned tokens leave nothing to sample; such a
+        // llama.cpp aborts when a grammar and banned tokens leave nothing to sample. The engine
+        // checks for that before each token (grammar-guard.ts); should it still happen, such a
         // request gets a 400 (retrying cannot help), everyone else in flight a 503.
         for (const request of this.inflight.values()) {
           request.fail(
             request.conflicting
-              ? badRequest("the structured output and logit_bias / bad_words / allowed_token_ids leave no token the model may produce")
+              ? badRequest(NOTHING_LEFT_TO_SAMPLE)
               : unavailable("the inference engine stopped unexpectedly; retry the request"),
           );
         }

@@ -92,3 +92,6 @@ export type EngineToGateway =
   | { type: "failed"; id: string; kind: "bad_request" | "overloaded" | "not_found" | "unavailable" | "internal"; message: string };
 
 export type GatewayToEngine = { type: "generate"; request: GenerateRequest } | { type: "cancel"; id: string };
+
+/** Why a request under a grammar is refused when its token bans leave nothing to sample. */
+export const NOTHING_LEFT_TO_SAMPLE = "the structured output and logit_bias / bad_words / allowed_token_ids leave no token the model may produce";

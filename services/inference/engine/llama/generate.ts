@@ -2,7 +2,9 @@
 // report its token's log-probability and top alternatives (from the raw logits and the total logit
 // weight) and apply per-step sampling options.
 import { LlamaGrammarEvaluationState, TokenBias, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
-import type { GenerateRequest, PromptLogprobOut, TokenLogprobOut } from "../protocol.js";
+import { NOTHING_LEFT_TO_SAMPLE, type GenerateRequest, type PromptLogprobOut, type TokenLogprobOut } from "../protocol.js";
+import { EngineRequestError } from "./errors.js";
+import { grammarLeavesAToken } from "./grammar-guard.js";
 import type { SamplingPlan } from "./sampling.js";
 import { TextStream } from "./text-stream.js";
 
@@ -80,16 +82,23 @@ export async function generateChoice(options: {
     // No log-probabilities wanted: node-llama-cpp's generator keeps one sampler (and its seeded
     // random state) for the whole generation, which is much cheaper per token.
     const first = sampling.stepOptions(generated, promptTokens, choice);
+    const grammarState = options.grammar ? new LlamaGrammarEvaluationState({ model, grammar: options.grammar }) : null;
+    // Checked before every sample: llama.cpp aborts the process when nothing is left to sample.
+    const guard = grammarState && sampling.hasBias() ? () => {
+      if (!grammarLeavesAToken(model, grammarState, sampling.bansAfter(generated))) throw new EngineRequestError("bad_request", NOTHING_LEFT_TO_SAMPLE);
+    } : () => {};
+    guard();
     const iterator = sequence.evaluate(pending, {
       ...first,
       // The grammar masks every token it cannot take; an end token only where it may end.
-      ...(options.grammar ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model, grammar: options.grammar }) } : {}),
+      ...(grammarState ? { grammarEvaluationState: grammarState } : {}),
       ...(sampling.hasBias() ? { tokenBias: () => sampling.stepOptions(generated, promptTokens, choice).tokenBias ?? emptyBias(model) } : {}),
       yieldEogToken: true,
     });
     try {
       for await (const token of iterator) {
         if (signal.aborted || accept(token, undefined)) break;
+        guard();
       }
     } finally {
       await iterator.return();

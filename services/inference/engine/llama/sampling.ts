@@ -4,6 +4,7 @@
 import { randomInt } from "node:crypto";
 import { TokenBias, type LlamaModel, type Token } from "node-llama-cpp";
 import type { GenerateRequest } from "../protocol.js";
+import type { NextTokenBans } from "./grammar-guard.js";
 import { overlongLeadByteTokens, vocabSize } from "./model-info.js";
 
 export interface StepOptions {
@@ -21,6 +22,8 @@ export class SamplingPlan {
   private readonly baseBias: Map<Token, { logit: number } | "never">;
   private readonly suppressEnd: Token[];
   private readonly badWordTokens: Token[][];
+  /** The "never" entries of baseBias (empty with allowed_token_ids, where bans are "all but"). */
+  private readonly neverTokens: Token[];
   private biasCache = new Map<string, TokenBias>();
   private readonly baseSeed: number;
 
@@ -41,6 +44,7 @@ export class SamplingPlan {
     // simply do not end generation (generate.ts), and stop token ids are banned here.
     this.suppressEnd = request.stopTokenIds.map(asToken).filter((token) => !model.isEogToken(token));
     this.badWordTokens = request.badWords.map((word) => model.tokenize(word, false)).filter((t) => t.length > 0);
+    this.neverTokens = request.allowedTokenIds ? [] : [...this.baseBias].filter(([, bias]) => bias === "never").map(([token]) => token);
   }
 
   /** Whether any token bias can apply (logit_bias, allowed ids, bad words, min_tokens). */
@@ -76,7 +80,17 @@ export class SamplingPlan {
     return options;
   }
 
-  private biasFor(generated: readonly Token[]): TokenBias | undefined {
+  /** What the bias of the step after `generated` forbids (see grammar-guard.ts). */
+  bansAfter(generated: readonly Token[]): NextTokenBans {
+    const { suppressing, banned } = this.stepBans(generated);
+    const extra = new Set([...banned, ...(suppressing ? this.suppressEnd : [])]);
+    const isBanned = (token: Token) => this.baseBias.get(token) === "never" || extra.has(token);
+    const allowed = this.request.allowedTokenIds;
+    if (allowed) return { isBanned, listed: null, onlyAllowed: allowed.map(asToken) };
+    return { isBanned, listed: [...this.neverTokens, ...extra], onlyAllowed: null };
+  }
+
+  private stepBans(generated: readonly Token[]): { suppressing: boolean; banned: Token[] } {
     const suppressing = generated.length < this.request.minTokens;
     const banned: Token[] = [];
     for (const word of this.badWordTokens) {
@@ -84,6 +98,11 @@ export class SamplingPlan {
       const tail = generated.slice(generated.length - prefix.length);
       if (prefix.every((t, i) => tail[i] === t)) banned.push(word[word.length - 1] as Token);
     }
+    return { suppressing, banned };
+  }
+
+  private biasFor(generated: readonly Token[]): TokenBias | undefined {
+    const { suppressing, banned } = this.stepBans(generated);
     if (!suppressing && banned.length === 0 && this.baseBias.size === 0) return undefined;
     const key = `${suppressing ? 1 : 0}:${banned.join(",")}`;
     let bias = this.biasCache.get(key);

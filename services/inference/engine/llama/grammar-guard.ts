@@ -1,0 +1,48 @@
+// Under a grammar, llama.cpp aborts the whole engine process when the token bans (logit_bias -100,
+// bad_words, allowed_token_ids, stop ids before min_tokens) remove every token the grammar accepts.
+// Before each sampled token, this checks that at least one token is left, so such a request is
+// refused with a 400 instead.
+import type { LlamaGrammarEvaluationState, LlamaModel, Token } from "node-llama-cpp";
+import { vocabSize } from "./model-info.js";
+
+/** What the next step's token bias forbids. */
+export interface NextTokenBans {
+  isBanned(token: Token): boolean;
+  /** Known (small) banned set, when bans are a short list rather than "everything but". */
+  listed: readonly Token[] | null;
+  /** allowed_token_ids: only these (and end-of-generation tokens) can come next. */
+  onlyAllowed: readonly Token[] | null;
+}
+
+// node-llama-cpp's own check (LlamaSampler._canBeNextTokenForGrammarEvaluationState) is internal;
+// it applies the grammar to a single candidate without advancing the state. Version pinned.
+interface NativeGrammarCheck {
+  _llama: { _bindings: { AddonSampler: { canBeNextTokenForGrammarEvaluationState(state: unknown, token: Token): boolean } } };
+}
+
+export function grammarLeavesAToken(model: LlamaModel, state: LlamaGrammarEvaluationState, bans: NextTokenBans): boolean {
+  const vocabularySize = vocabSize(model);
+  const native = (model as unknown as NativeGrammarCheck)._llama._bindings.AddonSampler;
+  const handle = (state as unknown as { _state: unknown })._state;
+  const accepts = (token: Token) => native.canBeNextTokenForGrammarEvaluationState(handle, token);
+  // Token bias never removes end-of-generation tokens, so a grammar that may end always can.
+  if (endTokens(model).some(accepts)) return true;
+  if (bans.onlyAllowed) return bans.onlyAllowed.some((token) => !bans.isBanned(token) && accepts(token));
+  // Cheap common case: the grammar takes none of the banned tokens, so its choices are untouched.
+  if (bans.listed && !bans.listed.some(accepts)) return true;
+  for (let token = 0; token < vocabularySize; token++) {
+    if (!bans.isBanned(token as Token) && accepts(token as Token)) return true;
+  }
+  return false;
+}
+
+const endTokenCache = new WeakMap<LlamaModel, Token[]>();
+function endTokens(model: LlamaModel): Token[] {
+  let found = endTokenCache.get(model);
+  if (!found) {
+    found = [];
+    for (let token = 0; token < vocabSize(model); token++) if (model.isEogToken(token as Token)) found.push(token as Token);
+    endTokenCache.set(model, found);
+  }
+  return found;
+}
