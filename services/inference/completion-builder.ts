@@ -7,7 +7,8 @@ import { fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/proto
 import { ListValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ChatCompletionChunkChoiceSchema, ChatCompletionChunkSchema, ChatCompletionSchema, ChoiceLogprobsSchema } from "../../gen/srl/v1/inference_pb.js";
 import type { EngineToGateway, TokenLogprobOut } from "./engine/protocol.js";
-import { ReplyPipeline, type ReplyParts } from "./reply-pipeline.js";
+import { joinToolCalls, ReplyPipeline, type ReplyParts } from "./reply-pipeline.js";
+import type { ToolMode } from "./tool-choice.js";
 
 type Event = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" }>;
 
@@ -19,10 +20,8 @@ export interface CompletionOptions {
   returnTokenIds: boolean;
   /** Reasoning (<think>...</think>) goes to `reasoning` when true, and is dropped otherwise. */
   includeReasoning: boolean;
-  /** Parse Hermes <tool_call> blocks into tool_calls (tools offered, tool_choice "auto"). */
-  parseToolCalls: boolean;
-  /** 1 with parallel_tool_calls false. */
-  maxToolCalls: number;
+  /** How tool calls are read from the text (tool_choice). */
+  toolMode: ToolMode;
   includeUsage: boolean;
   continuousUsage: boolean;
 }
@@ -61,17 +60,18 @@ export async function buildCompletion(events: AsyncIterable<Event>, options: Com
     model: options.model,
     choices: choices.map((choice, index) => {
       const reply = wholeReply(echo + choice.text, options);
+      const calls = joinToolCalls(reply.calls);
       return {
         index,
         message: {
           role: "assistant",
           content: reply.content,
           ...(reply.reasoning && options.includeReasoning ? { reasoning: reply.reasoning } : {}),
-          toolCalls: reply.calls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })),
+          toolCalls: calls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })),
           annotations: [],
         },
         logprobs: options.logprobs ? logprobsMessage(choice.logprobs) : undefined,
-        finishReason: reply.calls.length > 0 && choice.finish === "stop" ? "tool_calls" : choice.finish,
+        finishReason: finishReason(options.toolMode, calls.length, choice.finish),
         stopReason: stopReasonValue(choice.stop),
         tokenIds: options.returnTokenIds ? choice.tokenIds : [],
       };
@@ -87,15 +87,15 @@ export async function* streamChunks(events: AsyncIterable<Event>, options: Compl
   const id = completionId(options.id);
   const created = BigInt(Math.floor(Date.now() / 1000));
   const completion = Array.from({ length: options.n }, () => 0);
-  const pipelines = Array.from({ length: options.n }, () => new ReplyPipeline(options));
+  const pipelines = Array.from({ length: options.n }, () => new ReplyPipeline(options.toolMode));
   const callCounts = Array.from({ length: options.n }, () => 0);
-  // A choice's text as a delta (content, reasoning) plus tool-call deltas: the call's id and
-  // name first, then its arguments.
+  // A choice's text as a delta (content, reasoning) plus tool-call deltas: a call's id, type and
+  // name with its first piece of arguments, then the rest of its arguments.
   const replyDelta = (choice: number, parts: ReplyParts) => {
     const toolCalls = parts.calls.map((call) => {
-      const index = callCounts[choice] ?? 0;
-      callCounts[choice] = index + 1;
-      return { index, id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } };
+      callCounts[choice] = Math.max(callCounts[choice] ?? 0, call.index + 1);
+      const start = call.id !== undefined ? { id: call.id, type: "function" } : {};
+      return { index: call.index, ...start, function: { ...(call.name !== undefined ? { name: call.name } : {}), arguments: call.arguments } };
     });
     return { content: parts.content, ...(parts.reasoning && options.includeReasoning ? { reasoning: parts.reasoning } : {}), toolCalls };
   };
@@ -141,16 +141,24 @@ export async function* streamChunks(events: AsyncIterable<Event>, options: Compl
       );
     } else if (event.type === "finished") {
       const delta = replyDelta(event.choice, pipelines[event.choice]?.flush() ?? { reasoning: "", content: "", calls: [] });
-      const finishReason = (callCounts[event.choice] ?? 0) > 0 && event.finishReason === "stop" ? "tool_calls" : event.finishReason;
-      yield chunk(allChoices({ index: event.choice, choice: { delta, finishReason, stopReason: stopReasonValue(event.stopReason) } }));
+      const reason = finishReason(options.toolMode, callCounts[event.choice] ?? 0, event.finishReason);
+      yield chunk(allChoices({ index: event.choice, choice: { delta, finishReason: reason, stopReason: stopReasonValue(event.stopReason) } }));
     } else if (event.type === "done" && options.includeUsage) {
       yield chunk([], { usage: usageMessage(event.usage) });
     }
   }
 }
 
+/**
+ * "tool_calls" when calls ended the turn (vLLM and OpenAI): with tool_choice "auto" or "required".
+ * A call forced by naming the function ends with "stop", as OpenAI answers it.
+ */
+function finishReason(mode: ToolMode, calls: number, reason: string): string {
+  return calls > 0 && reason === "stop" && (mode.kind === "auto" || mode.kind === "required") ? "tool_calls" : reason;
+}
+
 function wholeReply(text: string, options: CompletionOptions): ReplyParts {
-  const pipeline = new ReplyPipeline(options);
+  const pipeline = new ReplyPipeline(options.toolMode);
   const head = pipeline.push(text);
   const tail = pipeline.flush();
   return { reasoning: head.reasoning + tail.reasoning, content: head.content + tail.content, calls: [...head.calls, ...tail.calls] };

@@ -2,7 +2,7 @@
 // checkpoints, unary and streamed.
 import { ChatCompletionRequestSchema, Inference, type ChatCompletionRequest } from "../../gen/srl/v1/inference_pb.js";
 import type { HandlerContext } from "@connectrpc/connect";
-import { toJson, type JsonValue } from "@bufbuild/protobuf";
+import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { principalOf } from "../gateway/auth/authenticate.js";
 import { defineHandlers, sentJson } from "../gateway/pipeline.js";
@@ -11,6 +11,7 @@ import type { EngineClient } from "./engine/client.js";
 import { buildCompletion, streamChunks, type CompletionOptions } from "./completion-builder.js";
 import { planGeneration } from "./request-plan.js";
 import { structuredOutput } from "./structured-output.js";
+import { planTools } from "./tool-choice.js";
 import type { ModelResolver } from "./resolve-model.js";
 
 export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelResolver }) {
@@ -19,7 +20,10 @@ export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelR
     const target = await deps.resolver.resolve(principalOf(context).entity, request.model);
     const structured = structuredOutput(request);
     if (structured.fallback) context.responseHeader.set("srl-structured-output-fallback", structured.fallback);
-    const plan = planGeneration(request, sentJson(context, ChatCompletionRequestSchema, request), target, streaming, structured.grammar);
+    const sent = sentJson(context, ChatCompletionRequestSchema, request);
+    const tools = planTools(request.toolChoice ? toJson(ValueSchema, request.toolChoice) : undefined, request.tools.length > 0 ? ((sent.tools ?? []) as JsonObject[]) : null, request.parallelToolCalls ?? true);
+    if (tools.grammar !== null && structured.grammar !== null) throw badRequest(`tool_choice: a forced tool call cannot be combined with structured outputs (response_format / structured_outputs)`);
+    const plan = planGeneration(request, sent, target, streaming, tools.grammar ?? structured.grammar);
     const options: CompletionOptions = {
       id: request.requestId,
       model: request.model,
@@ -27,8 +31,7 @@ export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelR
       logprobs: plan.logprobs,
       returnTokenIds: request.returnTokenIds ?? false,
       includeReasoning: request.includeReasoning ?? true,
-      parseToolCalls: plan.tools !== null && toolChoice(request) === "auto",
-      maxToolCalls: request.parallelToolCalls === false ? 1 : Number.MAX_SAFE_INTEGER,
+      toolMode: tools.mode,
       includeUsage: request.streamOptions?.includeUsage ?? true,
       continuousUsage: request.streamOptions?.continuousUsageStats ?? false,
     };
@@ -45,8 +48,4 @@ export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelR
       yield* streamChunks(events, options);
     },
   });
-}
-
-function toolChoice(request: ChatCompletionRequest): JsonValue {
-  return request.toolChoice ? toJson(ValueSchema, request.toolChoice) : "none";
 }

@@ -1,21 +1,27 @@
 // What happens to a choice's generated text on its way out: a leading <think> block becomes
-// reasoning, Hermes <tool_call> blocks become tool calls (when the request offers tools with
-// tool_choice "auto"), the rest is content. Streamed and unary replies share it.
+// reasoning; then, by tool_choice, Hermes <tool_call> blocks become tool calls ("auto"), or the
+// whole text is a forced call ("required", a named function); the rest is content. Streamed and
+// unary replies share it.
+import { NamedCallStream, RequiredCallsStream, type ToolCallDelta } from "./forced-tool-calls.js";
 import { ReasoningSplitter } from "./reasoning.js";
-import { ToolCallParser, type ParsedToolCall } from "./tool-calls.js";
+import { ToolCallParser } from "./tool-calls.js";
+import type { ToolMode } from "./tool-choice.js";
 
 export interface ReplyParts {
   reasoning: string;
   content: string;
-  calls: ParsedToolCall[];
+  calls: ToolCallDelta[];
 }
 
 export class ReplyPipeline {
   private readonly reasoning = new ReasoningSplitter();
-  private readonly tools: ToolCallParser | null;
+  private readonly hermes: ToolCallParser | null;
+  private readonly forced: NamedCallStream | RequiredCallsStream | null;
+  private hermesCalls = 0;
 
-  constructor(options: { parseToolCalls: boolean; maxToolCalls: number }) {
-    this.tools = options.parseToolCalls ? new ToolCallParser(options.maxToolCalls) : null;
+  constructor(mode: ToolMode) {
+    this.hermes = mode.kind === "auto" ? new ToolCallParser(mode.maxCalls) : null;
+    this.forced = mode.kind === "named" ? new NamedCallStream(mode.name) : mode.kind === "required" ? new RequiredCallsStream(mode.maxCalls) : null;
   }
 
   push(text: string): ReplyParts {
@@ -29,10 +35,24 @@ export class ReplyPipeline {
   }
 
   private toolStage(reasoning: string, content: string, final: boolean): ReplyParts {
-    if (!this.tools) return { reasoning, content, calls: [] };
-    const parsed = this.tools.push(content);
-    if (!final) return { reasoning, ...parsed };
-    const rest = this.tools.flush();
-    return { reasoning, content: parsed.content + rest.content, calls: parsed.calls };
+    if (this.forced) {
+      const calls = this.forced.push(content);
+      return { reasoning, content: "", calls: final ? [...calls, ...this.forced.flush()] : calls };
+    }
+    if (!this.hermes) return { reasoning, content, calls: [] };
+    const parsed = this.hermes.push(content);
+    const calls = parsed.calls.map((call) => ({ index: this.hermesCalls++, id: call.id, name: call.name, arguments: call.arguments }));
+    if (!final) return { reasoning, content: parsed.content, calls };
+    return { reasoning, content: parsed.content + this.hermes.flush().content, calls };
   }
+}
+
+/** A reply's tool-call deltas joined into whole calls, in index order. */
+export function joinToolCalls(deltas: ToolCallDelta[]): { id: string; name: string; arguments: string }[] {
+  const calls: { id: string; name: string; arguments: string }[] = [];
+  for (const delta of deltas) {
+    const call = (calls[delta.index] ??= { id: delta.id ?? "", name: delta.name ?? "", arguments: "" });
+    call.arguments += delta.arguments;
+  }
+  return calls;
 }

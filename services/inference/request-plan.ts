@@ -10,7 +10,7 @@ import type { ServeTarget } from "./resolve-model.js";
 
 export function planGeneration(request: ChatCompletionRequest, sent: JsonObject, target: ServeTarget, streaming: boolean, grammar: string | null): Omit<GenerateRequest, "id"> {
   refuseUnsupported(request, streaming);
-  if (grammar !== null && request.logprobs) throw badRequest("logprobs: not available together with structured outputs in this engine yet");
+  if (grammar !== null && request.logprobs) throw badRequest("logprobs: not available together with structured outputs or a forced tool call in this engine yet");
   const addGenerationPrompt = request.addGenerationPrompt ?? true;
   const continueFinalMessage = request.continueFinalMessage ?? false;
   if (continueFinalMessage && addGenerationPrompt) {
@@ -82,10 +82,6 @@ function refuseUnsupported(request: ChatCompletionRequest, streaming: boolean): 
   if (request.mmProcessorKwargs && Object.keys(request.mmProcessorKwargs).length > 0) refuse("mm_processor_kwargs", "the served models take text only");
   for (const [field, value] of [["engine_xargs", request.engineXargs], ["vllm_xargs", request.vllmXargs]] as const) {
     if (value && Object.keys(value).length > 0) refuse(field, "this engine has no custom extensions");
-  }
-  const toolChoice = request.toolChoice ? toJson(ValueSchema, request.toolChoice) : "none";
-  if (toolChoice !== "none" && toolChoice !== "auto" && toolChoice !== null) {
-    refuse("tool_choice", `${JSON.stringify(toolChoice)}: forcing a tool call is not supported by this engine yet (use "auto" or "none")`);
   }
   if (request.streamOptions && !streaming) refuse("stream_options", "only allowed with stream: true");
   if (streaming && request.promptLogprobs !== undefined) refuse("prompt_logprobs", "not available with stream: true");

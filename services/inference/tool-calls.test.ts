@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ReplyPipeline } from "./reply-pipeline.js";
+import { joinToolCalls, ReplyPipeline } from "./reply-pipeline.js";
 
 function run(parts: string[], maxToolCalls = 10) {
-  const pipeline = new ReplyPipeline({ parseToolCalls: true, maxToolCalls });
+  const pipeline = new ReplyPipeline({ kind: "auto", maxCalls: maxToolCalls });
   const results = [...parts.map((p) => pipeline.push(p)), pipeline.flush()];
   return {
     content: results.map((r) => r.content).join(""),
@@ -25,5 +25,36 @@ describe("tool calls in replies", () => {
   });
   it("splits reasoning before tool calls", () => {
     expect(run(['<think>need weather</think><tool_call>{"name": "w", "arguments": {"q": 1}}</tool_call>'])).toEqual({ reasoning: "need weather", content: "", calls: [{ name: "w", args: '{"q":1}' }] });
+  });
+});
+
+describe("forced tool calls in replies", () => {
+  const whole = (mode: ConstructorParameters<typeof ReplyPipeline>[0], parts: string[]) => {
+    const pipeline = new ReplyPipeline(mode);
+    const results = [...parts.map((p) => pipeline.push(p)), pipeline.flush()];
+    return { content: results.map((r) => r.content).join(""), deltas: results.flatMap((r) => r.calls), calls: joinToolCalls(results.flatMap((r) => r.calls)) };
+  };
+
+  it("reads a named function's output as its arguments, announced once and then growing", () => {
+    const { content, deltas, calls } = whole({ kind: "named", name: "get_weather" }, ['{"ci', 'ty": ', '"Paris"}']);
+    expect(content).toBe("");
+    expect(deltas.map((d) => [d.index, d.id !== undefined, d.name, d.arguments])).toEqual([
+      [0, true, "get_weather", '{"ci'],
+      [0, false, undefined, 'ty": '],
+      [0, false, undefined, '"Paris"}'],
+    ]);
+    expect(calls).toEqual([{ id: expect.stringMatching(/^call_/), name: "get_weather", arguments: '{"city": "Paris"}' }]);
+    expect(whole({ kind: "named", name: "f" }, []).calls).toEqual([{ id: expect.any(String), name: "f", arguments: "" }]);
+  });
+
+  it("reads a required list call by call, whatever the chunking, strings with brackets included", () => {
+    const text = '[{"name": "w", "parameters": {"q": "a}]\\"{"}}, {"name": "t", "parameters": {}}]';
+    for (const parts of [[text], [...text]]) {
+      const { content, calls } = whole({ kind: "required", maxCalls: 10 }, parts);
+      expect(content).toBe("");
+      expect(calls.map((c) => [c.name, c.arguments])).toEqual([["w", '{"q":"a}]\\"{"}'], ["t", "{}"]]);
+    }
+    expect(whole({ kind: "required", maxCalls: 10 }, ['[{"name": "w", "parameters": {"q": 1}}, {"name": "t", "par']).calls.map((c) => c.name)).toEqual(["w"]);
+    expect(whole({ kind: "required", maxCalls: 1 }, [text]).calls.map((c) => c.name)).toEqual(["w"]);
   });
 });

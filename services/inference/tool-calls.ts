@@ -2,8 +2,8 @@
 // blocks become OpenAI `tool_calls` (ids, JSON-string arguments); text outside them stays
 // content. Works on streamed deltas: a block is held back until it closes, then reported as
 // one call (its name first, then its arguments).
+import { newToolCallId } from "./forced-tool-calls.js";
 import { partialSuffix } from "./text-markers.js";
-import { randomUUID } from "node:crypto";
 
 const OPEN = "<tool_call>";
 const CLOSE = "</tool_call>";
@@ -65,7 +65,7 @@ function parseCall(body: string): ParsedToolCall | null {
     const parsed = JSON.parse(body.trim()) as { name?: unknown; arguments?: unknown; parameters?: unknown };
     if (typeof parsed.name !== "string") return null;
     const args = parsed.arguments ?? parsed.parameters ?? {};
-    return { id: `call_${randomUUID().replace(/-/g, "").slice(0, 24)}`, name: parsed.name, arguments: typeof args === "string" ? args : JSON.stringify(args) };
+    return { id: newToolCallId(), name: parsed.name, arguments: typeof args === "string" ? args : JSON.stringify(args) };
   } catch {
     return null;
   }

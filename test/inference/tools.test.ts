@@ -78,3 +78,70 @@ describe("tool calls", () => {
     expect(asText.choices[0]?.message.content).toBe(call);
   });
 });
+
+describe("forced tool calls (grammar-constrained, as vLLM does them)", () => {
+  const forcedTools = [
+    { type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: { city: { enum: ["Paris", "Rome"] } }, required: ["city"], additionalProperties: false } } },
+    { type: "function" as const, function: { name: "get_time", parameters: { type: "object", properties: { zone: { enum: ["UTC", "CET"] } }, required: ["zone"], additionalProperties: false } } },
+  ];
+  const ask = { model: "tiny-tools", messages: [{ role: "user" as const, content: "Weather in Paris?" }], tools: forcedTools, max_tokens: 80 };
+  const validArguments = (name: string, args: string) => {
+    const parsed = JSON.parse(args) as Record<string, unknown>;
+    return name === "get_weather" ? ["Paris", "Rome"].includes(parsed.city as string) && Object.keys(parsed).length === 1 : ["UTC", "CET"].includes(parsed.zone as string) && Object.keys(parsed).length === 1;
+  };
+
+  it("a named function: the output is its arguments, finish_reason stop; streamed deltas add up to the same call", async () => {
+    const named = { ...ask, tool_choice: { type: "function" as const, function: { name: "get_time" } } };
+    for (const seed of [1, 2, 3]) {
+      const result = await client.chat.completions.create({ ...named, seed });
+      const choice = result.choices[0];
+      expect(choice?.finish_reason).toBe("stop");
+      expect(choice?.message.content).toBe("");
+      const call = choice?.message.tool_calls?.[0] as { id: string; function: { name: string; arguments: string } };
+      expect(choice?.message.tool_calls?.length).toBe(1);
+      expect(call.function.name).toBe("get_time");
+      expect(validArguments("get_time", call.function.arguments)).toBe(true);
+      const stream = await client.chat.completions.create({ ...named, seed, stream: true });
+      let streamed = { id: "", name: "", arguments: "" };
+      for await (const chunk of stream) {
+        for (const delta of chunk.choices[0]?.delta.tool_calls ?? []) {
+          expect(delta.index).toBe(0);
+          streamed = { id: streamed.id || (delta.id ?? ""), name: streamed.name || (delta.function?.name ?? ""), arguments: streamed.arguments + (delta.function?.arguments ?? "") };
+        }
+      }
+      expect(streamed).toMatchObject({ id: expect.stringMatching(/^call_/), name: "get_time", arguments: call.function.arguments });
+    }
+  });
+
+  it('"required": one or more calls of the offered tools, finish_reason tool_calls; parallel_tool_calls false keeps it to one', async () => {
+    const finishes: string[] = [];
+    for (const seed of [1, 2, 3]) {
+      const result = await client.chat.completions.create({ ...ask, tool_choice: "required", seed, max_tokens: 200 });
+      const choice = result.choices[0];
+      const calls = (choice?.message.tool_calls ?? []) as { function: { name: string; arguments: string } }[];
+      // The random model may go on listing calls until max_tokens: then only complete calls count.
+      finishes.push(choice?.finish_reason ?? "");
+      expect(["tool_calls", "length"]).toContain(choice?.finish_reason);
+      expect(choice?.message.content).toBe("");
+      expect(calls.length).toBeGreaterThanOrEqual(1);
+      for (const call of calls) expect(validArguments(call.function.name, call.function.arguments)).toBe(true);
+      const single = await client.chat.completions.create({ ...ask, tool_choice: "required", seed, parallel_tool_calls: false });
+      expect(single.choices[0]?.message.tool_calls?.length).toBe(1);
+      expect(single.choices[0]?.finish_reason).toBe("tool_calls");
+    }
+    expect(finishes).toContain("tool_calls");
+  });
+
+  it("refuses a forced call it cannot honour with a 400 that says why", async () => {
+    const refusal = async (body: Record<string, unknown>) => {
+      const error = await client.chat.completions.create({ ...ask, ...body } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      return (error as InstanceType<typeof OpenAI.BadRequestError>).message;
+    };
+    expect(await refusal({ tool_choice: { type: "function", function: { name: "nope" } } })).toContain('the function "nope" is not among the tools (get_weather, get_time)');
+    expect(await refusal({ tool_choice: "required", tools: undefined })).toContain('tool_choice: "required" needs tools');
+    expect(await refusal({ tool_choice: "required", response_format: { type: "json_object" } })).toContain("cannot be combined with structured outputs");
+    expect(await refusal({ tool_choice: "required", logprobs: true })).toContain("logprobs: not available together with structured outputs or a forced tool call");
+  });
+});
+
