@@ -91,7 +91,7 @@ export class EventLog {
   }
 
   async list(jobId: string, options: { after?: string; limit: number }): Promise<Page<JobEvent>> {
-    const page = await paginate(this.events, { filter: { job_id: jobId }, orderField: "seq", order: "asc", what: "event", ...options });
+    const page = await paginate(this.events, { filter: { job_id: jobId }, orderField: "seq", orderIsUnique: true, order: "asc", what: "event", ...options });
     return { items: page.items.map(toEvent), hasMore: page.hasMore };
   }
 

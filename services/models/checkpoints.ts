@@ -74,7 +74,7 @@ export class Checkpoints {
   }
 
   async list(modelId: string, options: { after?: string; limit: number; order: "asc" | "desc" }): Promise<Page<CheckpointRecord>> {
-    return paginate(this.checkpoints, { filter: { model_id: modelId }, orderField: "step", what: "checkpoint", ...options });
+    return paginate(this.checkpoints, { filter: { model_id: modelId }, orderField: "step", orderIsUnique: true, what: "checkpoint", ...options });
   }
 
   async mergeMetrics(checkpointId: string, metrics: Record<string, number>): Promise<void> {

@@ -34,7 +34,7 @@ export class ModelRegistry {
 
   async ensureIndexes(): Promise<void> {
     await this.models.createIndex({ entity: 1, project: 1, name: 1 }, { unique: true });
-    await this.models.createIndex({ entity: 1, created_at: -1 });
+    await this.models.createIndex({ entity: 1, created_at: -1, _id: -1 });
   }
 
   /** The entity's models, newest first. */

@@ -81,6 +81,7 @@ export class Runs {
     return paginate(this.metrics, {
       filter: options.name ? { run_id: runId, name: options.name } : { run_id: runId },
       orderField: "seq",
+      orderIsUnique: true,
       order: "asc",
       after: options.after,
       limit: options.limit,

@@ -10,18 +10,33 @@ export interface Page<T> {
 
 export async function paginate<T extends Document & { _id: string }>(
   collection: Collection<T>,
-  options: { filter: Filter<T>; orderField: keyof T & string; order: "asc" | "desc"; after?: string; limit: number; what: string },
+  options: {
+    filter: Filter<T>;
+    orderField: keyof T & string;
+    /** Unique within the filter (a step, a sequence number): no id tie-break needed, the index sorts alone. */
+    orderIsUnique?: boolean;
+    order: "asc" | "desc";
+    after?: string;
+    limit: number;
+    what: string;
+  },
 ): Promise<Page<T>> {
   const { filter, orderField, order, after, limit } = options;
+  const unique = options.orderIsUnique ?? false;
   let query: Filter<T> = filter;
   if (after) {
     const cursor = await collection.findOne({ ...filter, _id: after } as Filter<T>);
     if (!cursor) throw badRequest(`after: no ${options.what} with id ${after} in this list`);
-    query = { ...filter, [orderField]: { [order === "asc" ? "$gt" : "$lt"]: cursor[orderField] } } as Filter<T>;
+    // Rows sort by the order field, then by id, so rows sharing a value (two models created in
+    // the same millisecond) are neither skipped nor repeated across pages.
+    const beyond = order === "asc" ? "$gt" : "$lt";
+    const past = { [orderField]: { [beyond]: cursor[orderField] } };
+    query = (unique ? { ...filter, ...past } : { $and: [filter, { $or: [past, { [orderField]: cursor[orderField], _id: { [beyond]: after } }] }] }) as Filter<T>;
   }
+  const direction = order === "asc" ? 1 : -1;
   const rows = (await collection
     .find(query)
-    .sort({ [orderField]: order === "asc" ? 1 : -1 } as Sort)
+    .sort((unique ? { [orderField]: direction } : { [orderField]: direction, _id: direction }) as Sort)
     .limit(limit + 1)
     .toArray()) as T[];
   return { items: rows.slice(0, limit), hasMore: rows.length > limit };

@@ -56,7 +56,7 @@ export class TrainingJobs {
 
   async ensureIndexes(): Promise<void> {
     await this.jobs.createIndex({ status: 1, created_at: 1 });
-    await this.jobs.createIndex({ model_id: 1, created_at: 1 });
+    await this.jobs.createIndex({ model_id: 1, created_at: 1, _id: 1 });
   }
 
   async createRl(input: { entity: string; modelId: string; groups: JsonObject[]; experimentalConfig: JsonObject }): Promise<TrainingJobRecord> {

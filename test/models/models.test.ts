@@ -93,6 +93,34 @@ describe("create model", () => {
   });
 });
 
+describe("list models", () => {
+  it("pages newest first, exactly once each, even when models share a creation time", async () => {
+    const listKey = await createKey(uniqueEntity("lister"));
+    const made: ModelJson[] = [];
+    for (const name of ["m1", "m2", "m3", "m4", "m5"]) made.push((await createModel({ project: "list", name, base_model: "tiny-chat" }, listKey)).body as ModelJson);
+    // Three of them in one millisecond, as concurrent creates can be.
+    const tie = new Date();
+    await withDatabase(async ({ db }) => {
+      await db.collection("models").updateMany({ _id: { $in: made.slice(1, 4).map((m) => m.id) } as never }, { $set: { created_at: tie } });
+      await db.collection("models").updateOne({ _id: made[4]?.id as never }, { $set: { created_at: new Date(tie.getTime() + 1) } });
+    });
+    const seen: string[] = [];
+    let after = "";
+    for (let page = 0; page < 10; page++) {
+      const res = await rest("GET", `/v1/preview/models?limit=2${after ? `&after=${after}` : ""}`, { key: listKey });
+      expect(res.status).toBe(200);
+      const body = res.body as { data: ModelJson[]; has_more: boolean; last_id: string };
+      seen.push(...body.data.map((m) => m.name));
+      if (!body.has_more) break;
+      after = body.last_id;
+    }
+    expect(seen.length).toBe(5);
+    expect(new Set(seen).size).toBe(5);
+    expect(seen[0]).toBe("m5");
+    expect(seen[4]).toBe("m1");
+  });
+});
+
 describe("isolation between entities", () => {
   it("makes another entity's model, run and jobs indistinguishable from absent ones", async () => {
     const mine = (await createModel({ project: "iso", name: "private", base_model: "tiny-chat" })).body as ModelJson;
