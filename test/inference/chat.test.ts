@@ -133,6 +133,19 @@ describe("chat completions on tiny-chat", () => {
     expect(forced.choices[0]?.token_ids).toEqual(Array(5).fill(forcedToken));
   });
 
+  it("applies logit_bias to the end-of-turn token too, and holds it back until min_tokens", async () => {
+    const imEnd = 767; // <|im_end|>, the tiny template's end of turn
+    const ended = await create({ temperature: 0, max_tokens: 10, return_token_ids: true, logit_bias: { [imEnd]: 100 } });
+    expect(ended.choices[0]).toMatchObject({ finish_reason: "stop", stop_reason: imEnd });
+    expect(ended.choices[0]?.token_ids ?? []).toEqual([]);
+    const held = await create({ temperature: 0, max_tokens: 10, min_tokens: 4, return_token_ids: true, logit_bias: { [imEnd]: 100 } });
+    expect(held.choices[0]).toMatchObject({ finish_reason: "stop", stop_reason: imEnd });
+    expect(held.choices[0]?.token_ids?.length).toBe(4);
+    expect(held.choices[0]?.token_ids).not.toContain(imEnd);
+    const banned = await create({ temperature: 0, max_tokens: 6, return_token_ids: true, logit_bias: { [imEnd]: -100, 101: 100 } });
+    expect(banned.choices[0]).toMatchObject({ finish_reason: "length", token_ids: Array(6).fill(101) });
+  });
+
   it("refuses what it cannot do, with the field named, and unknown or foreign models with 404", async () => {
     const priority = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, priority: 1 } });
     expect(priority.status).toBe(400);

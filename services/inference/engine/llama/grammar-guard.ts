@@ -1,9 +1,10 @@
 // Under a grammar, llama.cpp aborts the whole engine process when the token bans (logit_bias -100,
-// bad_words, allowed_token_ids, stop ids before min_tokens) remove every token the grammar accepts.
+// bad_words, allowed_token_ids, end and stop tokens before min_tokens) remove every token the
+// grammar accepts.
 // Before each sampled token, this checks that at least one token is left, so such a request is
 // refused with a 400 instead.
 import type { LlamaGrammarEvaluationState, LlamaModel, Token } from "node-llama-cpp";
-import { vocabSize } from "./model-info.js";
+import { endOfGenerationTokens, vocabSize } from "./model-info.js";
 
 /** What the next step's token bias forbids. */
 export interface NextTokenBans {
@@ -25,8 +26,8 @@ export function grammarLeavesAToken(model: LlamaModel, state: LlamaGrammarEvalua
   const native = (model as unknown as NativeGrammarCheck)._llama._bindings.AddonSampler;
   const handle = (state as unknown as { _state: unknown })._state;
   const accepts = (token: Token) => native.canBeNextTokenForGrammarEvaluationState(handle, token);
-  // Token bias never removes end-of-generation tokens, so a grammar that may end always can.
-  if (endTokens(model).some(accepts)) return true;
+  // A grammar that may end usually can (unless min_tokens or allowed_token_ids ban the end tokens).
+  if (endOfGenerationTokens(model).some((token) => !bans.isBanned(token) && accepts(token))) return true;
   if (bans.onlyAllowed) return bans.onlyAllowed.some((token) => !bans.isBanned(token) && accepts(token));
   // Cheap common case: the grammar takes none of the banned tokens, so its choices are untouched.
   if (bans.listed && !bans.listed.some(accepts)) return true;
@@ -34,15 +35,4 @@ export function grammarLeavesAToken(model: LlamaModel, state: LlamaGrammarEvalua
     if (!bans.isBanned(token as Token) && accepts(token as Token)) return true;
   }
   return false;
-}
-
-const endTokenCache = new WeakMap<LlamaModel, Token[]>();
-function endTokens(model: LlamaModel): Token[] {
-  let found = endTokenCache.get(model);
-  if (!found) {
-    found = [];
-    for (let token = 0; token < vocabSize(model); token++) if (model.isEogToken(token as Token)) found.push(token as Token);
-    endTokenCache.set(model, found);
-  }
-  return found;
 }

@@ -1,5 +1,5 @@
 // Facts about a loaded model read from its GGUF metadata.
-import type { LlamaModel } from "node-llama-cpp";
+import type { LlamaModel, Token } from "node-llama-cpp";
 
 export function vocabSize(model: LlamaModel): number {
   const tokens = (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens;
@@ -42,3 +42,16 @@ function findOverlongLeadByteTokens(model: LlamaModel): number[] {
   });
   return out;
 }
+
+/** The vocabulary's end-of-generation tokens (EOS, EOT, <|im_end|>, ...), found once per model. */
+export function endOfGenerationTokens(model: LlamaModel): Token[] {
+  let found = endTokenCache.get(model);
+  if (!found) {
+    found = [];
+    for (let token = 0; token < vocabSize(model); token++) if (model.isEogToken(token as Token)) found.push(token as Token);
+    endTokenCache.set(model, found);
+  }
+  return found;
+}
+
+const endTokenCache = new WeakMap<LlamaModel, Token[]>();

@@ -5,7 +5,7 @@ import { randomInt } from "node:crypto";
 import { TokenBias, type LlamaModel, type Token } from "node-llama-cpp";
 import type { GenerateRequest } from "../protocol.js";
 import type { NextTokenBans } from "./grammar-guard.js";
-import { overlongLeadByteTokens, vocabSize } from "./model-info.js";
+import { endOfGenerationTokens, overlongLeadByteTokens, vocabSize } from "./model-info.js";
 
 export interface StepOptions {
   temperature: number;
@@ -40,9 +40,8 @@ export class SamplingPlan {
       const allowed = new Set(request.allowedTokenIds);
       for (let token = 0; token < size; token++) if (!allowed.has(token)) this.baseBias.set(asToken(token), "never");
     }
-    // TokenBias cannot ban end-of-generation tokens (llama.cpp skips them); before min_tokens those
-    // simply do not end generation (generate.ts), and stop token ids are banned here.
-    this.suppressEnd = request.stopTokenIds.map(asToken).filter((token) => !model.isEogToken(token));
+    // Before min_tokens, neither the end-of-generation tokens nor the stop token ids may come (vLLM).
+    this.suppressEnd = [...new Set([...endOfGenerationTokens(model), ...request.stopTokenIds.map(asToken)])];
     this.badWordTokens = request.badWords.map((word) => model.tokenize(word, false)).filter((t) => t.length > 0);
     this.neverTokens = request.allowedTokenIds ? [] : [...this.baseBias].filter(([, bias]) => bias === "never").map(([token]) => token);
   }
@@ -108,13 +107,22 @@ export class SamplingPlan {
     let bias = this.biasCache.get(key);
     if (!bias) {
       bias = new TokenBias(this.model.tokenizer);
-      for (const [token, value] of this.baseBias) bias.set(token, value);
-      if (suppressing) for (const token of this.suppressEnd) bias.set(token, "never");
-      for (const token of banned) bias.set(token, "never");
+      for (const [token, value] of this.baseBias) setBias(bias, token, value);
+      if (suppressing) for (const token of this.suppressEnd) setBias(bias, token, "never");
+      for (const token of banned) setBias(bias, token, "never");
       this.biasCache.set(key, bias);
     }
     return bias;
   }
+}
+
+/**
+ * TokenBias.set skips end-of-generation tokens, but logit_bias, allowed_token_ids and min_tokens
+ * apply to them too (as in vLLM), so entries go straight into the map the native sampler reads
+ * (an internal field of the pinned version; the native side has no such exception).
+ */
+function setBias(bias: TokenBias, token: Token, value: { logit: number } | "never"): void {
+  (bias as unknown as { _biases: Map<Token, number> })._biases.set(token, value === "never" ? -Infinity : value.logit);
 }
 
 /** Token ids from requests are plain numbers; node-llama-cpp brands its token type. */
