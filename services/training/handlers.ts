@@ -12,6 +12,7 @@ import { artifactUrl, type ArtifactRecord, type Artifacts } from "../artifacts/s
 import { resolveTrainingData } from "./artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "./jobs.js";
 import { checkRlConfig, checkSftConfig } from "./config-checks.js";
+import { checkKlReferenceName } from "./kl-reference.js";
 
 export interface TrainingDeps {
   artifacts: Artifacts;
@@ -33,6 +34,7 @@ export function trainingHandlers(deps: TrainingDeps) {
       const body = sentJson(context, CreateTrainingJobRequestSchema, request);
       const experimentalConfig = (body.experimental_config ?? {}) as JsonObject;
       checkRlConfig(request.experimentalConfig);
+      checkKlReferenceName(request.experimentalConfig?.klRefAdapterPath, entity);
       const job = await jobs.createRl({ entity, modelId: model._id, groups: body.trajectory_groups as JsonObject[], experimentalConfig });
       deps.onJobCreated?.();
       return { id: job._id };

@@ -168,6 +168,41 @@ describe("RL", () => {
     expect(await greedy(`${name}:step0`, "Say something.", 12)).toBe(before);
   }, 180000);
 
+  it("takes the KL reference from the named step, the step lag or a checkpoint name, never from a server path", async () => {
+    const model = await newModel("rl-kl");
+    const prompt = [{ role: "user", content: "Say something." }];
+    const sampled = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages: prompt, n: 4, temperature: 1, seed: 5, max_tokens: 10, logprobs: true } });
+    const choices = (sampled.body as { choices: { message: { content: string } }[] }).choices;
+    const groups = [{ trajectories: choices.map((choice, i) => ({ messages_and_choices: [...prompt, choice], reward: i })) }];
+    const train = async (experimental: Record<string, unknown>) => {
+      const job = await rest("POST", "/v1/preview/training-jobs", { key, body: { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 0.05, ...experimental } } });
+      expect(job.status, JSON.stringify(job.body)).toBe(200);
+      const outcome = await followJob(key, (job.body as { id: string }).id, model.id);
+      const latest = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body as { data: { step: number; metrics: Record<string, number> }[] };
+      return { outcome, metrics: latest.data[0]?.metrics ?? {} };
+    };
+    const refused = await rest("POST", "/v1/preview/training-jobs", { key, body: { model_id: model.id, trajectory_groups: groups, experimental_config: { kl_penalty_coef: 0.5, kl_ref_adapter_path: "/etc/passwd" } } });
+    expect(refused.status).toBe(400);
+    expect((refused.body as { detail: string }).detail).toMatch(/^experimental_config.kl_ref_adapter_path: name a checkpoint as \{project\}\/\{name\}:step\{N\}/);
+
+    expect((await train({})).outcome.step).toBe(1);
+    // A learning rate too small to move the policy within a job, and the divergence measured from
+    // the learner (not from the sampler, here the base model): against the policy being trained
+    // (step 1) the penalty then sees none...
+    const still = { learning_rate: 1e-9, kl_penalty_coef: 0.5, kl_penalty_source: "current_learner" };
+    const itself = await train({ ...still, kl_penalty_reference_step: 1 });
+    expect(itself.outcome.terminal.type, JSON.stringify(itself.outcome.terminal.data)).toBe("training_ended");
+    expect(Math.abs(itself.metrics.kl_policy_ref ?? NaN)).toBeLessThan(1e-3);
+    // ...against the base model (two steps behind step 2) it does; by name the same as by step.
+    const lagged = await train({ ...still, kl_penalty_step_lag: 2 });
+    expect(Math.abs(lagged.metrics.kl_policy_ref ?? 0)).toBeGreaterThan(1e-2);
+    const named = await train({ ...still, kl_ref_adapter_path: "e2e/rl-kl:step3" });
+    expect(named.outcome.step).toBe(4);
+    expect(Math.abs(named.metrics.kl_policy_ref ?? NaN)).toBeLessThan(1e-3);
+    const missing = await train({ kl_penalty_coef: 0.5, kl_penalty_reference_step: 9 });
+    expect(missing.outcome.terminal).toMatchObject({ type: "training_failed", data: { error_message: "KL reference: e2e/rl-kl has no checkpoint at step 9" } });
+  }, 180000);
+
   it("cancels a running and a queued job, each with exactly one terminal event and no checkpoint", async () => {
     const model = await newModel("rl-cancel");
     // A long SFT job keeps the model busy, so the RL job behind it stays queued.

@@ -14,6 +14,7 @@ import type { ModelRegistry } from "../../models/registry.js";
 import type { Runs } from "../../models/runs.js";
 import { resolveTrainingData } from "../artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "../jobs.js";
+import { resolveKlReference } from "../kl-reference.js";
 import { parseTrainJsonl, readSftRows } from "../sft-data.js";
 import { TrainingInputError, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
 
@@ -115,7 +116,15 @@ async function train(
 
   const input: TrainingJobInput =
     job.type === "rl"
-      ? { kind: "rl", baseModelPath: await deps.baseModelPath(base.source), previousAdapterPath, adapterOutPath, groups: await deps.jobs.inputOf(job), experimentalConfig: config, seed: step }
+      ? {
+          kind: "rl",
+          baseModelPath: await deps.baseModelPath(base.source),
+          previousAdapterPath,
+          adapterOutPath,
+          groups: await deps.jobs.inputOf(job),
+          experimentalConfig: await resolveKlReference(deps, model, latest?.step ?? 0, config),
+          seed: step,
+        }
       : {
           kind: "sft",
           baseModelPath: await deps.baseModelPath(base.source),

@@ -50,9 +50,8 @@ export async function runRlJob(ctx: JobContext): Promise<LoopOutcome> {
 
   // §5.3: with precalculate_logprobs "old" is the pre-update policy; the sampler's values become "original".
   const recomputed = config.precalculateLogprobs ? await noGradLogprobs(ctx, keptRows, null) : null;
-  // §4.3 [local]: the KL reference is kl_ref_adapter_path if given, else the base model (LoRA off),
-  // which is checkpoint 0. A kl_penalty_reference_step / step_lag other than 0 needs the worker to
-  // resolve that checkpoint into kl_ref_adapter_path: the trainer does not see the checkpoint store.
+  // §4.3: the KL reference is the adapter at kl_ref_adapter_path, else the base model (LoRA off).
+  // The service resolves checkpoint names and reference steps into that path (kl-reference.ts).
   let reference: Float32Array[] | null = null;
   if (config.klPenaltyCoef > 0) {
     const refLora = config.klRefAdapterPath ? await loadLora(config.klRefAdapterPath, ctx.lm.base) : null;
