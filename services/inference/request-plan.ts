@@ -10,7 +10,6 @@ import type { ServeTarget } from "./resolve-model.js";
 
 export function planGeneration(request: ChatCompletionRequest, sent: JsonObject, target: ServeTarget, streaming: boolean, grammar: string | null): Omit<GenerateRequest, "id"> {
   refuseUnsupported(request, streaming);
-  if (grammar !== null && request.logprobs) throw badRequest("logprobs: not available together with structured outputs or a forced tool call in this engine yet");
   const addGenerationPrompt = request.addGenerationPrompt ?? true;
   const continueFinalMessage = request.continueFinalMessage ?? false;
   if (continueFinalMessage && addGenerationPrompt) {

@@ -58,8 +58,15 @@ describe("chat completions on tiny-chat", () => {
     expect(usage?.completion_tokens).toBe(24);
   });
 
-  it("reports log-probabilities equal to the log-softmax of the model's logits", async () => {
-    const result = await create({ temperature: 0, max_tokens: 6, ignore_eos: true, logprobs: true, top_logprobs: 3, return_token_ids: true });
+  it("reports log-probabilities equal to the log-softmax of the model's raw logits", async () => {
+    await checkRawLogprobs({ temperature: 0 });
+    // As vLLM reports them: before temperature, penalties and logit_bias.
+    await checkRawLogprobs({ temperature: 0.5, top_k: 50, frequency_penalty: 0.5, logit_bias: { 101: 3 }, seed: 4 });
+  });
+
+  async function checkRawLogprobs(sampling: Extra) {
+    const greedy = sampling.temperature === 0;
+    const result = await create({ ...sampling, max_tokens: 6, ignore_eos: true, logprobs: true, top_logprobs: 3, return_token_ids: true });
     const choice = result.choices[0];
     const content = choice?.logprobs?.content ?? [];
     expect(content.length).toBe(6);
@@ -84,11 +91,11 @@ describe("chat completions on tiny-chat", () => {
       expect(content[step]?.logprob).toBeCloseTo(expected, 3);
       expect(content[step]?.top_logprobs.length).toBe(3);
       // Greedy: the chosen token is the most likely one.
-      expect(content[step]?.top_logprobs[0]?.logprob).toBeCloseTo(content[step]?.logprob as number, 6);
+      if (greedy) expect(content[step]?.top_logprobs[0]?.logprob).toBeCloseTo(content[step]?.logprob as number, 6);
     }
     await context.dispose();
     await model.dispose();
-  });
+  }
 
   it("returns prompt_logprobs with a null first entry", async () => {
     const result = await create({ temperature: 0, max_tokens: 2, prompt_logprobs: 1, return_token_ids: true });
@@ -131,6 +138,13 @@ describe("chat completions on tiny-chat", () => {
     const forcedToken = 101; // a plain byte token of the tiny vocabulary
     const forced = await create({ temperature: 0, max_tokens: 5, ignore_eos: true, return_token_ids: true, logit_bias: { [forcedToken]: 100 } });
     expect(forced.choices[0]?.token_ids).toEqual(Array(5).fill(forcedToken));
+    // The same with log-probabilities (tokens drawn from raw logits here): still forced and kept
+    // out, while the reported log-probability is the unbiased one.
+    const forcedLogged = await create({ temperature: 0.8, seed: 2, max_tokens: 5, ignore_eos: true, return_token_ids: true, logprobs: true, logit_bias: { [forcedToken]: 100 } });
+    expect(forcedLogged.choices[0]?.token_ids).toEqual(Array(5).fill(forcedToken));
+    for (const entry of forcedLogged.choices[0]?.logprobs?.content ?? []) expect(entry.logprob).toBeLessThan(-0.5);
+    const bannedLogged = await create({ temperature: 1, seed: 2, max_tokens: 8, ignore_eos: true, return_token_ids: true, logprobs: true, allowed_token_ids: [97, 98, 99] });
+    expect(bannedLogged.choices[0]?.token_ids?.every((t) => [97, 98, 99].includes(t))).toBe(true);
   });
 
   it("applies logit_bias to the end-of-turn token too, and holds it back until min_tokens", async () => {

@@ -1,7 +1,9 @@
 // Structured outputs through the openai SDK, enforced while sampling on the tiny model: every
 // output of a JSON schema validates (checked by ajv, independently of our compiler), regex and
 // choice outputs conform, a GBNF grammar is obeyed, unsupported keywords are a 400 naming them.
+import { join } from "node:path";
 import Ajv from "ajv";
+import { getLlama, type Token } from "node-llama-cpp";
 import OpenAI from "openai";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { rest } from "../support/clients.js";
@@ -50,6 +52,50 @@ describe("structured outputs", () => {
       expect(validate(value), `${text}\n${JSON.stringify(validate.errors)}`).toBe(true);
     }
     expect(new Set(samples).size).toBeGreaterThan(40);
+  });
+
+  it("reports the raw model's log-probabilities of grammar-constrained samples, whatever the temperature", async () => {
+    const validate = new Ajv({ strict: false }).compile(schema);
+    const sample = (temperature: number) =>
+      create({ seed: 3, n: 2, temperature, max_tokens: 300, logprobs: true, top_logprobs: 2, return_token_ids: true, response_format: { type: "json_schema", json_schema: { name: "person", schema } } }) as unknown as Promise<
+        OpenAI.ChatCompletion & { prompt_token_ids: number[]; choices: (OpenAI.ChatCompletion.Choice & { token_ids: number[] })[] }
+      >;
+    const [warm, cool] = [await sample(1), await sample(0.6)];
+    const result = { prompt_token_ids: warm.prompt_token_ids, choices: [...warm.choices, ...cool.choices] };
+    // Independently: the same model file, evaluated here, full logits, log-softmax by hand.
+    const llama = await getLlama({ gpu: false, build: "never", progressLogs: false });
+    const model = await llama.loadModel({ modelPath: join(inject("dataDir"), "models", "tiny-chat.gguf") });
+    const context = await model.createContext({ threads: 1, contextSize: 1024, sequences: 1 });
+    const sequence = context.getSequence();
+    try {
+      for (const choice of result.choices) {
+        expect(choice.finish_reason).toBe("stop");
+        expect(validate(JSON.parse(choice.message.content ?? "")), choice.message.content ?? "").toBe(true);
+        const content = choice.logprobs?.content ?? [];
+        expect(content.length).toBe(choice.token_ids.length);
+        await sequence.clearHistory();
+        const prompt = result.prompt_token_ids as Token[];
+        const all = [...prompt, ...(choice.token_ids as Token[])];
+        const outputs = await sequence.controlledEvaluate(
+          all.map((token, index) => (index >= prompt.length - 1 && index < all.length - 1 ? [token, { generateNext: { logits: true } }] : token)) as Parameters<typeof sequence.controlledEvaluate>[0],
+        );
+        choice.token_ids.forEach((token, step) => {
+          const logits = outputs[prompt.length - 1 + step]?.next.logits as Map<Token, number>;
+          let max = -Infinity;
+          for (const v of logits.values()) max = Math.max(max, v);
+          let sum = 0;
+          for (const v of logits.values()) sum += Math.exp(v - max);
+          // Batched (two choices at once) and single evaluation drift apart by a few thousandths over
+          // a hundred tokens; tempered or renormalised values would be off by tenths or more.
+          expect(Math.abs((content[step]?.logprob as number) - ((logits.get(token as Token) as number) - max - Math.log(sum)))).toBeLessThan(0.02);
+          expect(content[step]?.top_logprobs.length).toBe(2);
+          expect(content[step]?.top_logprobs[0]?.logprob).toBeGreaterThanOrEqual((content[step]?.logprob as number) - 1e-6);
+        });
+      }
+    } finally {
+      await context.dispose();
+      await model.dispose();
+    }
   });
 
   it("follows regex, choice and GBNF constraints", async () => {

@@ -111,6 +111,11 @@ describe("forced tool calls (grammar-constrained, as vLLM does them)", () => {
       }
       expect(streamed).toMatchObject({ id: expect.stringMatching(/^call_/), name: "get_time", arguments: call.function.arguments });
     }
+    // With log-probabilities (the RL client's way of sampling): still a valid call, one entry per token.
+    const logged = await client.chat.completions.create({ ...named, seed: 9, logprobs: true });
+    const loggedCall = logged.choices[0]?.message.tool_calls?.[0] as { function: { arguments: string } };
+    expect(validArguments("get_time", loggedCall.function.arguments)).toBe(true);
+    expect(logged.choices[0]?.logprobs?.content?.length).toBe(logged.usage?.completion_tokens);
   });
 
   it('"required": one or more calls of the offered tools, finish_reason tool_calls; parallel_tool_calls false keeps it to one', async () => {
@@ -141,7 +146,6 @@ describe("forced tool calls (grammar-constrained, as vLLM does them)", () => {
     expect(await refusal({ tool_choice: { type: "function", function: { name: "nope" } } })).toContain('the function "nope" is not among the tools (get_weather, get_time)');
     expect(await refusal({ tool_choice: "required", tools: undefined })).toContain('tool_choice: "required" needs tools');
     expect(await refusal({ tool_choice: "required", response_format: { type: "json_object" } })).toContain("cannot be combined with structured outputs");
-    expect(await refusal({ tool_choice: "required", logprobs: true })).toContain("logprobs: not available together with structured outputs or a forced tool call");
   });
 });
 

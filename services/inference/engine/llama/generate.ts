@@ -5,6 +5,7 @@ import { LlamaGrammarEvaluationState, TokenBias, type LlamaContextSequence, type
 import { NOTHING_LEFT_TO_SAMPLE, type GenerateRequest, type PromptLogprobOut, type TokenLogprobOut } from "../protocol.js";
 import { EngineRequestError } from "./errors.js";
 import { grammarLeavesAToken } from "./grammar-guard.js";
+import { RawLogitSampler } from "./logprob-sampling.js";
 import type { SamplingPlan } from "./sampling.js";
 import { TextStream } from "./text-stream.js";
 
@@ -35,14 +36,6 @@ export async function generateChoice(options: {
   const wantTop = request.logprobs ? Math.max(1, request.topLogprobs) : 0;
   const stream = new TextStream(request.stop, request.includeStopStrInOutput);
   const generated: Token[] = [];
-
-  const nextStep = (): { generateNext: object } => ({
-    generateNext: {
-      token: true,
-      ...(wantTop > 0 ? { logits: { filter: { tokens: [], includeTop: wantTop, includeSelected: true } }, totalLogitWeight: true } : {}),
-      options: sampling.stepOptions(generated, promptTokens, choice),
-    },
-  });
 
   const pending = promptTokens.slice(options.cachedTokens);
   let held: { tokenIds: number[]; logprobs: TokenLogprobOut[] } = { tokenIds: [], logprobs: [] };
@@ -106,13 +99,18 @@ export async function generateChoice(options: {
     return;
   }
 
+  // Log-probabilities are the raw model's: the engine's sampler chain stays neutral and the token
+  // is drawn from raw logits where the request asks for more (logprob-sampling.ts).
+  const rawSampler = new RawLogitSampler(model, request, sampling, options.grammar, sampling.choiceSeed(choice));
+  const nextStep = () => ({ generateNext: rawSampler.generateNext(wantTop, sampling.stepOptions(generated, promptTokens, choice).seed) });
   // The prompt (minus what the cache already holds), its last token asking for the first output token.
   const input = pending.map((token, index) => (index === pending.length - 1 ? ([token, nextStep()] as const) : token));
   let outputs = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
   let next = outputs[outputs.length - 1]?.next as NextOutput | undefined;
   while (!signal.aborted) {
-    const token = next?.token;
-    if (token === undefined || token === null) throw new Error("the engine produced no token");
+    const picked = next?.token;
+    if (picked === undefined || picked === null) throw new Error("the engine produced no token");
+    const token = rawSampler.choose(picked, next?.logits ?? new Map(), generated, promptTokens);
     if (accept(token, next)) return;
     outputs = await sequence.controlledEvaluate([[token, nextStep()] as Parameters<LlamaContextSequence["controlledEvaluate"]>[0][number]]);
     next = outputs[0]?.next as NextOutput | undefined;
@@ -128,18 +126,31 @@ export async function generateChoice(options: {
 /** log p(token) = logit - max - log(sum exp(logit - max)), from the raw logits of this step. */
 function tokenLogprob(model: LlamaModel, token: Token, next: NextOutput, request: GenerateRequest): TokenLogprobOut {
   const logits = next.logits ?? new Map<Token, number>();
-  const max = Math.max(...logits.values());
+  // The map holds every token of the vocabulary under a grammar: one pass, no spread, no full sort.
+  const top = highest(logits, request.topLogprobs);
+  let max = -Infinity;
+  for (const logit of logits.values()) if (logit > max) max = logit;
   const logTotal = Math.log(next.totalLogitWeight ?? 1);
   const entry = (t: Token, logit: number) => {
     const text = model.detokenize([t], true);
     return { token: request.returnTokensAsTokenIds ? `token_id:${t}` : text, logprob: logit - max - logTotal, bytes: [...Buffer.from(text, "utf8")] };
   };
   const selected = entry(token, logits.get(token) ?? max);
-  const top = [...logits.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, request.topLogprobs)
-    .map(([t, logit]) => entry(t, logit));
-  return { ...selected, top_logprobs: top };
+  return { ...selected, top_logprobs: top.map(([t, logit]) => entry(t, logit)) };
+}
+
+/** The k entries with the highest logits, highest first (k is at most 20). */
+function highest(logits: ReadonlyMap<Token, number>, k: number): [Token, number][] {
+  const best: [Token, number][] = [];
+  if (k <= 0) return best;
+  for (const entry of logits) {
+    if (best.length === k && entry[1] <= best[k - 1]![1]) continue;
+    let at = best.length;
+    while (at > 0 && best[at - 1]![1] < entry[1]) at--;
+    best.splice(at, 0, entry);
+    if (best.length > k) best.pop();
+  }
+  return best;
 }
 
 /** vLLM's prompt_logprobs: null for the first token, then each token's log-probability (plus the top k). */

@@ -46,6 +46,11 @@ export class SamplingPlan {
     this.neverTokens = request.allowedTokenIds ? [] : [...this.baseBias].filter(([, bias]) => bias === "never").map(([token]) => token);
   }
 
+  /** A choice's own seed (so n choices differ), from the request seed or a random one. */
+  choiceSeed(choice: number): number {
+    return (this.baseSeed + choice * 1_000_003) >>> 0;
+  }
+
   /** Whether any token bias can apply (logit_bias, allowed ids, bad words, min_tokens). */
   hasBias(): boolean {
     return this.baseBias.size > 0 || this.badWordTokens.length > 0 || this.request.minTokens > 0;
