@@ -28,6 +28,9 @@ export async function listen(handler: RequestHandler, host: string, port: number
   });
 
   const server: NetServer = createNetServer((socket) => {
+    // Streams write many small chunks (SSE, gRPC messages): without this, Nagle's algorithm holds
+    // each one until the previous is acknowledged, adding tens of milliseconds per token.
+    socket.setNoDelay(true);
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.once("readable", () => {
