@@ -29,6 +29,8 @@ export interface Config {
   engineMaxQueue: number;
   /** Contexts (one per base model + adapter) kept loaded before the least recently used is freed. */
   engineMaxContexts: number;
+  /** 0: a quarter of the machine's memory. */
+  engineContextMemoryMb: number;
   /** How long an hf: model may take to resolve before the request fails. */
   engineHubTimeoutMs: number;
   /** Hosts SFT jobs may read https training data from. */
@@ -58,6 +60,7 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "ENGINE_CONTEXT_SIZE", default: "2048", meaning: "tokens of context per sequence" },
   { name: "ENGINE_MAX_QUEUE", default: "64", meaning: "requests waiting per base model before 429" },
   { name: "ENGINE_MAX_CONTEXTS", default: "4", meaning: "loaded contexts (base model + adapter) before LRU eviction" },
+  { name: "ENGINE_CONTEXT_MEMORY_MB", default: "0", meaning: "memory for contexts (KV caches, adapters) before LRU eviction; 0 = a quarter of the machine's memory" },
   { name: "ENGINE_HUB_TIMEOUT_MS", default: "30000", meaning: "how long to wait for an hf: model download to start before failing" },
   { name: "TRAINING_WORKER", default: "1", meaning: "run a training worker in the server process (0: only `npm run worker` processes train)" },
   { name: "WORKER_LEASE_MS", default: "30000", meaning: "lease of a worker on a job; a crashed worker's job is retried after it" },
@@ -87,6 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     engineContextSize: intVar(env, "ENGINE_CONTEXT_SIZE", 2048, 64, 1 << 20),
     engineMaxQueue: intVar(env, "ENGINE_MAX_QUEUE", 64, 0, 100_000),
     engineMaxContexts: intVar(env, "ENGINE_MAX_CONTEXTS", 4, 1, 64),
+    engineContextMemoryMb: intVar(env, "ENGINE_CONTEXT_MEMORY_MB", 0, 0, 1 << 24),
     engineHubTimeoutMs: intVar(env, "ENGINE_HUB_TIMEOUT_MS", 30_000, 100, 3_600_000),
   };
 }

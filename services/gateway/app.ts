@@ -1,4 +1,5 @@
 // Start-up: database (embedded or MONGODB_URI), indexes, first API key, services, one listener.
+import { totalmem } from "node:os";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Config } from "../core/config.js";
@@ -44,6 +45,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       contextSize: config.engineContextSize,
       maxQueue: config.engineMaxQueue,
       maxContexts: config.engineMaxContexts,
+      contextMemoryBytes: (config.engineContextMemoryMb || Math.floor(totalmem() / 4 / 2 ** 20)) * 2 ** 20,
+      logLevel: config.logLevel,
       dataDir: config.dataDir,
       hubTimeoutMs: config.engineHubTimeoutMs,
     },

@@ -2,6 +2,7 @@
 // runs llama.cpp in its own process: a native abort there must not take the gateway down, and its
 // thread pool is sized for llama.cpp alone.
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { LogLevel } from "../../core/logger.js";
 
 export interface EngineSettings {
   threads: number;
@@ -9,6 +10,9 @@ export interface EngineSettings {
   contextSize: number;
   maxQueue: number;
   maxContexts: number;
+  /** Estimated memory of all contexts (KV caches, compute buffers, adapters) before LRU eviction. */
+  contextMemoryBytes: number;
+  logLevel: LogLevel;
   dataDir: string;
   hubTimeoutMs: number;
 }

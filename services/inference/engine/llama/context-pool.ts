@@ -1,7 +1,12 @@
-// Contexts per (base model, adapter), each with several sequences for continuous batching; at most
-// `maxContexts` live at once, the least recently used idle one freed first. A free sequence keeps
-// its tokens so the next request sharing a prefix (same cache_salt) skips evaluating it again.
+// Contexts per (base model, adapter), each with several sequences for continuous batching. At most
+// `maxContexts` live at once and their estimated memory (KV caches, compute buffers, the adapter)
+// stays within `contextMemoryBytes`: the least recently used idle context is freed to make room. A
+// free sequence keeps its tokens so the next request sharing a prefix (same cache_salt) skips
+// evaluating it again.
+import { stat } from "node:fs/promises";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import type { Logger } from "../../../core/logger.js";
+import { EngineRequestError } from "./errors.js";
 
 export interface PooledSequence {
   sequence: LlamaContextSequence;
@@ -14,13 +19,21 @@ interface Pool {
   free: PooledSequence[];
   busy: number;
   lastUsed: number;
+  bytes: number;
 }
+
+const MB = 2 ** 20;
 
 export class ContextPools {
   private readonly pools = new Map<string, Pool>();
   private readonly creating = new Map<string, Promise<void>>();
+  /** Estimated bytes of the contexts being created (counted before they exist). */
+  private reserved = 0;
 
-  constructor(private readonly settings: { threads: number; sequences: number; contextSize: number; maxContexts: number }) {}
+  constructor(
+    private readonly settings: { threads: number; sequences: number; contextSize: number; maxContexts: number; contextMemoryBytes: number },
+    private readonly log: Logger,
+  ) {}
 
   /**
    * Takes `n` free sequences of the (model, adapter) context, creating or evicting contexts as
@@ -30,8 +43,17 @@ export class ContextPools {
     const key = `${modelKey}\u0000${adapterPath ?? ""}`;
     let pool = this.pools.get(key);
     if (!pool) {
-      if (!(await this.makeRoom())) return null;
-      await this.create(key, model, adapterPath);
+      if (!this.creating.has(key)) {
+        const bytes = await this.estimate(model, adapterPath);
+        if (bytes > this.settings.contextMemoryBytes) {
+          throw new EngineRequestError(
+            "unavailable",
+            `a context of ${modelKey} needs about ${Math.ceil(bytes / MB)} MB, more than the ${Math.floor(this.settings.contextMemoryBytes / MB)} MB allowed for contexts (ENGINE_CONTEXT_MEMORY_MB; or lower ENGINE_CONTEXT_SIZE / ENGINE_SEQUENCES)`,
+          );
+        }
+        if (!(await this.makeRoom(bytes))) return null;
+        await this.create(key, model, adapterPath, bytes);
+      } else await this.creating.get(key);
       pool = this.pools.get(key);
       if (!pool) return null;
     }
@@ -65,9 +87,8 @@ export class ContextPools {
     pool.lastUsed = Date.now();
   }
 
-  private async create(key: string, model: LlamaModel, adapterPath: string | null): Promise<void> {
-    const existing = this.creating.get(key);
-    if (existing) return existing;
+  /** `bytes` were reserved by makeRoom; they move to the pool, or are given back on failure. */
+  private async create(key: string, model: LlamaModel, adapterPath: string | null, bytes: number): Promise<void> {
     const creation = (async () => {
       const context = await model.createContext({
         sequences: this.settings.sequences,
@@ -77,24 +98,50 @@ export class ContextPools {
       });
       const free: PooledSequence[] = [];
       while (context.sequencesLeft > 0) free.push({ sequence: context.getSequence(), salt: null });
-      this.pools.set(key, { key, context, free, busy: 0, lastUsed: Date.now() });
+      this.pools.set(key, { key, context, free, busy: 0, lastUsed: Date.now(), bytes });
+      this.log.info("context created", { context: describe(key), estimated_mb: round(bytes / MB), contexts: this.pools.size, used_mb: round(this.usedBytes() / MB) });
     })();
     this.creating.set(key, creation);
     try {
       await creation;
     } finally {
       this.creating.delete(key);
+      this.reserved -= bytes;
     }
   }
 
-  /** Frees the least recently used idle context when at the limit; false if every context is busy. */
-  private async makeRoom(): Promise<boolean> {
-    if (this.pools.size + this.creating.size < this.settings.maxContexts) return true;
-    const idle = [...this.pools.values()].filter((p) => p.busy === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-    if (!idle) return false;
-    this.pools.delete(idle.key);
-    await idle.context.dispose();
-    return true;
+  /**
+   * Frees least recently used idle contexts until one more context of `bytes` fits under both
+   * limits, and reserves its bytes; false if the busy ones leave no room (the request waits).
+   * Check and reservation happen with no await in between, so concurrent callers cannot both
+   * take the last room.
+   */
+  private async makeRoom(bytes: number): Promise<boolean> {
+    for (;;) {
+      const fits = this.pools.size + this.creating.size < this.settings.maxContexts && this.usedBytes() + this.reserved + bytes <= this.settings.contextMemoryBytes;
+      if (fits) {
+        this.reserved += bytes;
+        return true;
+      }
+      const idle = [...this.pools.values()].filter((p) => p.busy === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (!idle) return false;
+      this.pools.delete(idle.key);
+      this.log.info("context freed", { context: describe(idle.key), reason: "least recently used, to make room", freed_mb: round(idle.bytes / MB) });
+      await idle.context.dispose();
+    }
+  }
+
+  private usedBytes(): number {
+    let total = 0;
+    for (const pool of this.pools.values()) total += pool.bytes;
+    return total;
+  }
+
+  /** llama.cpp's own estimate of the context (node-llama-cpp's insights) plus the adapter's size. */
+  private async estimate(model: LlamaModel, adapterPath: string | null): Promise<number> {
+    const context = await model.fileInsights.estimateContextResourceRequirementsV2({ contextSize: this.settings.contextSize, sequences: this.settings.sequences, modelGpuLayers: 0 });
+    const adapter = adapterPath ? (await stat(adapterPath)).size : 0;
+    return context.cpuRam + context.gpuVram + adapter;
   }
 
   /** Contexts of a model, to free them before the model itself is unloaded. */
@@ -102,4 +149,13 @@ export class ContextPools {
     for (const pool of this.pools.values()) await pool.context.dispose();
     this.pools.clear();
   }
+}
+
+function describe(key: string): string {
+  const [model, adapter] = key.split("\u0000");
+  return adapter ? `${model} + ${adapter.split("/").at(-1)}` : (model ?? key);
+}
+
+function round(value: number): number {
+  return Math.round(value * 10) / 10;
 }

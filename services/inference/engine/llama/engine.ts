@@ -3,6 +3,7 @@
 // it), refuses past the queue limit, and runs the n choices of a request in parallel sequences so
 // llama.cpp batches them with everything else in flight.
 import { getLlama, LlamaLogLevel, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+import type { Logger } from "../../../core/logger.js";
 import type { EngineSettings, EngineToGateway, GenerateRequest } from "../protocol.js";
 import { ContextPools, type PooledSequence } from "./context-pool.js";
 import { EngineRequestError } from "./errors.js";
@@ -26,8 +27,11 @@ export class LlamaEngine {
   private readonly queues = new Map<string, Waiter[]>();
   private arrivals = 0;
 
-  constructor(private readonly settings: EngineSettings) {
-    this.pools = new ContextPools(settings);
+  constructor(
+    private readonly settings: EngineSettings,
+    log: Logger,
+  ) {
+    this.pools = new ContextPools(settings, log);
   }
 
   async generate(request: GenerateRequest, signal: AbortSignal, emit: Emit): Promise<void> {
@@ -89,9 +93,15 @@ export class LlamaEngine {
         request,
         arrival: this.arrivals++,
         admit: async () => {
-          const taken = await this.pools.take(model, request.base.name, request.adapterPath, request.n, request.cacheSalt, prompt);
-          if (!taken) return false;
-          resolve(taken);
+          try {
+            const taken = await this.pools.take(model, request.base.name, request.adapterPath, request.n, request.cacheSalt, prompt);
+            if (!taken) return false;
+            resolve(taken);
+          } catch (error) {
+            // This request cannot be served (no room for its context at all, a context that failed
+            // to load): it leaves the queue with the error, the others keep their turn.
+            reject(error);
+          }
           return true;
         },
       };

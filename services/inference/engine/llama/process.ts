@@ -3,6 +3,7 @@
 // team, so a larger pool oversubscribes the cores (measured 3.5x slower generation).
 import { cpus } from "node:os";
 import type { EngineSettings, EngineToGateway, GatewayToEngine } from "../protocol.js";
+import { createLogger } from "../../../core/logger.js";
 import { LlamaEngine } from "./engine.js";
 import { EngineRequestError } from "./errors.js";
 
@@ -10,7 +11,7 @@ const settings = JSON.parse(process.env.SRL_ENGINE_SETTINGS ?? "{}") as EngineSe
 // Default: leave one core to the gateway (measured: with both cores, llama.cpp's threads and the
 // gateway fight and throughput drops several-fold on a 2-core machine).
 if (!settings.threads) settings.threads = Math.max(1, cpus().length - 1);
-const engine = new LlamaEngine(settings);
+const engine = new LlamaEngine(settings, createLogger({ level: settings.logLevel, fields: { component: "engine", pid: process.pid } }));
 const running = new Map<string, AbortController>();
 
 const send = (message: EngineToGateway) => process.send?.(message);
