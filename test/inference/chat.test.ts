@@ -143,6 +143,10 @@ describe("chat completions on tiny-chat", () => {
     const forcedLogged = await create({ temperature: 0.8, seed: 2, max_tokens: 5, ignore_eos: true, return_token_ids: true, logprobs: true, logit_bias: { [forcedToken]: 100 } });
     expect(forcedLogged.choices[0]?.token_ids).toEqual(Array(5).fill(forcedToken));
     for (const entry of forcedLogged.choices[0]?.logprobs?.content ?? []) expect(entry.logprob).toBeLessThan(-0.5);
+    // A token holding part of a UTF-8 character reports its own byte, not U+FFFD's.
+    const partial = await create({ temperature: 0, max_tokens: 2, ignore_eos: true, return_token_ids: true, logprobs: true, top_logprobs: 1, logit_bias: { 226: 100 } });
+    expect(partial.choices[0]?.token_ids).toEqual([226, 226]);
+    expect(partial.choices[0]?.logprobs?.content?.map((entry) => entry.bytes)).toEqual([[0xe2], [0xe2]]);
     const bannedLogged = await create({ temperature: 1, seed: 2, max_tokens: 8, ignore_eos: true, return_token_ids: true, logprobs: true, allowed_token_ids: [97, 98, 99] });
     expect(bannedLogged.choices[0]?.token_ids?.every((t) => [97, 98, 99].includes(t))).toBe(true);
   });

@@ -6,6 +6,7 @@ import { NOTHING_LEFT_TO_SAMPLE, type GenerateRequest, type PromptLogprobOut, ty
 import { EngineRequestError } from "./errors.js";
 import { grammarLeavesAToken } from "./grammar-guard.js";
 import { RawLogitSampler } from "./logprob-sampling.js";
+import { tokenBytes } from "./model-info.js";
 import type { SamplingPlan } from "./sampling.js";
 import { TextStream } from "./text-stream.js";
 
@@ -133,7 +134,7 @@ function tokenLogprob(model: LlamaModel, token: Token, next: NextOutput, request
   const logTotal = Math.log(next.totalLogitWeight ?? 1);
   const entry = (t: Token, logit: number) => {
     const text = model.detokenize([t], true);
-    return { token: request.returnTokensAsTokenIds ? `token_id:${t}` : text, logprob: logit - max - logTotal, bytes: [...Buffer.from(text, "utf8")] };
+    return { token: request.returnTokensAsTokenIds ? `token_id:${t}` : text, logprob: logit - max - logTotal, bytes: tokenBytes(model, t) };
   };
   const selected = entry(token, logits.get(token) ?? max);
   return { ...selected, top_logprobs: top.map(([t, logit]) => entry(t, logit)) };

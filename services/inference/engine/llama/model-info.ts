@@ -1,5 +1,6 @@
 // Facts about a loaded model read from its GGUF metadata.
 import type { LlamaModel, Token } from "node-llama-cpp";
+import { UNICODE_TO_BYTE } from "../../../weights/tokenizer/byte-unicode.js";
 
 export function vocabSize(model: LlamaModel): number {
   const tokens = (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens;
@@ -55,3 +56,28 @@ export function endOfGenerationTokens(model: LlamaModel): Token[] {
 }
 
 const endTokenCache = new WeakMap<LlamaModel, Token[]>();
+
+/**
+ * A token's own bytes, as logprobs' `bytes` report them: for a token holding part of a UTF-8
+ * character, its raw bytes (decoding it alone would give U+FFFD). Byte-level BPE vocabularies
+ * spell bytes with GPT-2's byte-to-unicode map, SentencePiece ones as <0xXX> and "▁" for a space;
+ * control tokens are their text.
+ */
+export function tokenBytes(model: LlamaModel, token: Token): number[] {
+  const tokenizer = (model.fileInfo.metadata as { tokenizer?: { ggml?: { model?: string; tokens?: readonly string[]; token_type?: readonly number[] } } }).tokenizer?.ggml;
+  const piece = tokenizer?.tokens?.[token];
+  const utf8 = (text: string) => [...Buffer.from(text, "utf8")];
+  if (piece === undefined || tokenizer?.token_type?.[token] === 3) return utf8(model.detokenize([token], true));
+  if (tokenizer?.model === "gpt2") {
+    const bytes: number[] = [];
+    for (const char of piece) {
+      const byte = UNICODE_TO_BYTE.get(char);
+      if (byte === undefined) return utf8(piece); // user-defined tokens are stored as plain text
+      bytes.push(byte);
+    }
+    return bytes;
+  }
+  const byteToken = /^<0x([0-9A-Fa-f]{2})>$/.exec(piece);
+  if (byteToken?.[1]) return [parseInt(byteToken[1], 16)];
+  return utf8(tokenizer?.model === "llama" ? piece.replaceAll("\u2581", " ") : piece);
+}
