@@ -115,6 +115,12 @@ export class Artifacts {
     return file ? this.blobs.get(file.blob_id) : null;
   }
 
+  /** One file of an artifact, streamed. */
+  async openFile(record: ArtifactRecord, filename: string): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
+    const file = record.files.find((f) => f.name === filename);
+    return file ? this.blobs.open(file.blob_id) : null;
+  }
+
   async linkToModel(artifactId: string, modelId: string): Promise<void> {
     await this.artifacts.updateOne({ _id: artifactId, model_id: null }, { $set: { model_id: modelId } });
   }

@@ -57,7 +57,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const handlers = [
     inferenceHandlers({ engine, resolver }),
     modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs }),
-    trainingHandlers({ artifacts, jobs, events, registry, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
+    trainingHandlers({ artifacts, checkpoints, jobs, events, registry, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
     eventsHandlers({ events, jobs }),
   ];
   const endpoints = buildEndpoints(handlers, keys);

@@ -73,6 +73,11 @@ export class Checkpoints {
     return this.checkpoints.findOne({ model_id: modelId, step });
   }
 
+  /** A checkpoint's adapter file (null at step 0 and for checkpoints without one). */
+  async openAdapter(checkpoint: CheckpointRecord): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
+    return checkpoint.adapter_blob_id ? this.blobs.open(checkpoint.adapter_blob_id) : null;
+  }
+
   async list(modelId: string, options: { after?: string; limit: number; order: "asc" | "desc" }): Promise<Page<CheckpointRecord>> {
     return paginate(this.checkpoints, { filter: { model_id: modelId }, orderField: "step", orderIsUnique: true, what: "checkpoint", ...options });
   }

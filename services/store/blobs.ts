@@ -37,6 +37,13 @@ export class Blobs {
     return Buffer.concat(chunks);
   }
 
+  /** A stored file's size and its bytes as they come from GridFS (chunk by chunk). */
+  async open(id: ObjectId): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
+    const file = await this.bucket.find({ _id: id }).next();
+    if (!file) return null;
+    return { size: file.length, chunks: this.bucket.openDownloadStream(id) as AsyncIterable<Buffer> };
+  }
+
   async delete(id: ObjectId): Promise<void> {
     await this.bucket.delete(id).catch((error: unknown) => {
       // Already gone is fine: deletes are retried after partial failures.

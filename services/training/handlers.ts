@@ -13,9 +13,12 @@ import { resolveTrainingData } from "./artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "./jobs.js";
 import { checkRlConfig, checkSftConfig } from "./config-checks.js";
 import { checkKlReferenceName } from "./kl-reference.js";
+import { openDownload } from "./artifact-download.js";
+import type { Checkpoints } from "../models/checkpoints.js";
 
 export interface TrainingDeps {
   artifacts: Artifacts;
+  checkpoints: Checkpoints;
   jobs: TrainingJobs;
   events: EventLog;
   registry: ModelRegistry;
@@ -74,6 +77,16 @@ export function trainingHandlers(deps: TrainingDeps) {
         files,
       });
       return artifactMessage(record);
+    },
+
+    async *downloadArtifactFile(request, context) {
+      const source = await openDownload(deps, principalOf(context).entity, request.url, request.filename ?? null);
+      let first = true;
+      for await (const data of source.chunks) {
+        yield first ? { contentType: source.contentType, data, filename: source.filename, size: BigInt(source.size) } : { contentType: source.contentType, data };
+        first = false;
+      }
+      if (first) yield { contentType: source.contentType, data: new Uint8Array(), filename: source.filename, size: 0n };
     },
 
     async listTrainingJobs(request, context) {

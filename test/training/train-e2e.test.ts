@@ -1,7 +1,13 @@
 // Training end to end through the REST API: SFT on uploaded data and RL on completions sampled
 // from the service itself, each followed with the ART client's polling loop; the new checkpoint is
 // listed and served at once. Also the failure and cancellation paths.
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Training } from "../../gen/srl/v1/training_pb.js";
+import { GgufReader } from "../../services/weights/gguf/index.js";
 import { rest as restAt } from "../support/clients.js";
 import { followJob as followJobAt } from "../support/art-client.js";
 import type { ServerProcess } from "../support/server-process.js";
@@ -50,6 +56,20 @@ describe("artifacts", () => {
     expect((await upload("versions", "{}\n")).version).toBe(1);
     const empty = await rest("POST", "/v1/preview/artifacts?project=e2e&name=empty", { key, rawBody: "" });
     expect(empty.status).toBe(422);
+
+    // Downloads: the bytes as uploaded, by version or latest.
+    const download = (url: string, filename?: string) =>
+      fetch(`${server.url}/v1/preview/artifacts/download?url=${encodeURIComponent(url)}${filename ? `&filename=${filename}` : ""}`, { headers: { authorization: `Bearer ${key}` } });
+    const v0 = await download(`wandb-artifact:///${entity}/e2e/versions:v0`);
+    expect(v0.status).toBe(200);
+    expect(v0.headers.get("content-type")).toBe("application/jsonl");
+    expect(v0.headers.get("content-disposition")).toBe('attachment; filename="train.jsonl"');
+    expect(await v0.text()).toBe('{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}\n');
+    expect(await (await download(`wandb-artifact:///${entity}/e2e/versions:latest`, "train.jsonl")).text()).toBe("{}\n");
+    const elsewhere = await download("wandb-artifact:///someone-else/e2e/versions:v0");
+    expect(elsewhere.status).toBe(404);
+    expect(await (await download(`wandb-artifact:///${entity}/e2e/versions:v0`, "other.json")).json()).toEqual({ detail: "versions:v0 has no file other.json (files: train.jsonl)" });
+    expect((await download("tiny-chat")).status).toBe(400);
   }, 180000);
 
   it("takes several files as a multipart form (as fetch sends FormData), adds to a version, refuses clashes", async () => {
@@ -65,6 +85,13 @@ describe("artifacts", () => {
     expect(created.status).toBe(200);
     const artifact = (await created.json()) as { url: string; project: string; version: number; files: { name: string; size: number }[] };
     expect(artifact).toMatchObject({ project: "e2e", version: 0, files: [{ name: "trajectories.jsonl" }, { name: "metadata.json", size: 17 }] });
+
+    const fetchFile = (filename?: string) =>
+      fetch(`${server.url}/v1/preview/artifacts/download?url=${encodeURIComponent(artifact.url)}${filename ? `&filename=${filename}` : ""}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(await (await fetchFile()).json()).toEqual({ detail: "multipart:v0 has several files (trajectories.jsonl, metadata.json): give filename" });
+    const metadata = await fetchFile("metadata.json");
+    expect(metadata.headers.get("content-type")).toBe("application/json");
+    expect(await metadata.text()).toBe('{"source":"test"}');
 
     const more = new FormData();
     more.append("notes", new Blob(["x"]), "notes.txt");
@@ -121,6 +148,28 @@ describe("SFT", () => {
     expect(await greedy(`wandb-artifact:///${entity}/e2e/sft:step0`, pairs[0]?.[0] as string)).toBe(before[0]);
     const history = await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?name=train/loss`, { key });
     expect((history.body as { data: { step: number }[] }).data.map((m) => m.step)).toEqual([1]);
+
+    // The trained adapter can be taken away: llama.cpp's LoRA GGUF, the same bytes over REST and Connect.
+    const adapter = await fetch(`${server.url}/v1/preview/artifacts/download?url=${encodeURIComponent("e2e/sft:step1")}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(adapter.status).toBe(200);
+    expect(adapter.headers.get("content-disposition")).toBe('attachment; filename="sft-step1.gguf"');
+    const bytes = new Uint8Array(await adapter.arrayBuffer());
+    expect(bytes.byteLength).toBe(Number(adapter.headers.get("content-length")));
+    const path = join(isolated.dataDir, "downloaded.gguf");
+    await writeFile(path, bytes);
+    const reader = await GgufReader.open(path);
+    try {
+      expect(reader.metadata.get("adapter.type")?.value).toBe("lora");
+    } finally {
+      await reader.close();
+    }
+    const training = createClient(Training, createConnectTransport({ baseUrl: server.url, httpVersion: "2", interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${key}`), next(req))] }));
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of training.downloadArtifactFile({ url: `wandb-artifact:///${entity}/e2e/sft:latest` })) chunks.push(chunk.data);
+    expect(Buffer.concat(chunks).equals(Buffer.from(bytes))).toBe(true);
+    const base = await fetch(`${server.url}/v1/preview/artifacts/download?url=${encodeURIComponent("e2e/sft:step0")}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(base.status).toBe(404);
+    expect(await base.json()).toEqual({ detail: "step 0 of e2e/sft is the base model tiny-chat itself: it has no adapter" });
   }, 180000);
 
   it("fails a job on bad data with one training_failed naming the line", async () => {

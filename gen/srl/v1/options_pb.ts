@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/options.proto.
  */
 export const file_srl_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxIpUBCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgiZQoJUmVzdFJ1bGVzEg4KBnB1YmxpYxgBIAEoCBIVCg1vcGVuYWlfZXJyb3JzGAIgASgIEhgKEHNlbGVjdF93aGVuX3RydWUYAyABKAkSFwoPbXVsdGlwYXJ0X2ZpbGVzGAQgASgJOkkKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMhIuc3JsLnYxLkZpZWxkUnVsZXNSBWZpZWxkOkcKBHJlc3QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi6jgMgASgLMhEuc3JsLnYxLlJlc3RSdWxlc1IEcmVzdGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxIpUBCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgiewoJUmVzdFJ1bGVzEg4KBnB1YmxpYxgBIAEoCBIVCg1vcGVuYWlfZXJyb3JzGAIgASgIEhgKEHNlbGVjdF93aGVuX3RydWUYAyABKAkSFwoPbXVsdGlwYXJ0X2ZpbGVzGAQgASgJEhQKDHJhd19yZXNwb25zZRgFIAEoCDpJCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzISLnNybC52MS5GaWVsZFJ1bGVzUgVmaWVsZDpHCgRyZXN0Eh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuo4DIAEoCzIRLnNybC52MS5SZXN0UnVsZXNSBHJlc3RiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Request rules read by the gateway's validator for every protocol (REST, Connect, gRPC), so a
@@ -124,6 +124,15 @@ export type RestRules = Message<"srl.v1.RestRules"> & {
    * @generated from field: string multipart_files = 4;
    */
   multipartFiles: string;
+
+  /**
+   * For a server-streaming method whose messages carry `content_type`, `data` and, on the first
+   * one, `filename` and `size`: REST answers with the file's bytes themselves (Content-Type,
+   * Content-Length and Content-Disposition from the first message) instead of server-sent events.
+   *
+   * @generated from field: bool raw_response = 5;
+   */
+  rawResponse: boolean;
 };
 
 /**

@@ -79,7 +79,8 @@ export function createTranscoder(options: TranscoderOptions) {
           requestHeader: headersOf(req),
           contextValues: values,
         });
-        if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, openai);
+        if (endpoint.stream && restRule(chosen.route.method)?.rawResponse) status = await streamRaw(res, endpoint, request, context);
+        else if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, openai);
         else status = await respondUnary(res, endpoint, chosen.route, request, context);
       } catch (error) {
         if (error instanceof BodyTooLarge) {
@@ -227,6 +228,46 @@ async function streamEvents(res: Response, endpoint: Endpoint, request: Message,
   } finally {
     await iterator.return?.();
     res.end();
+  }
+  return 200;
+}
+
+/**
+ * A file as its own bytes (rules with `raw_response`): headers from the first message, then each
+ * message's `data`. An error before the first message is a plain JSON error; after it, the
+ * connection is cut short, so the client sees fewer bytes than Content-Length promised.
+ */
+async function streamRaw(res: Response, endpoint: Endpoint, request: Message, context: HandlerContext): Promise<number> {
+  const stream = endpoint.stream;
+  if (!stream) throw new Error("not a streaming endpoint");
+  const iterator = stream(request, context)[Symbol.asyncIterator]();
+  let next = await iterator.next();
+  const first = next.done ? undefined : (next.value as { contentType?: string; filename?: string; size?: bigint });
+  const filename = (first?.filename ?? "download").replace(/["\\\r\n]/g, "_");
+  res.writeHead(200, {
+    ...headersToRecord(context.responseHeader),
+    "content-type": first?.contentType || "application/octet-stream",
+    ...(first?.size !== undefined ? { "content-length": String(first.size) } : {}),
+    "content-disposition": `attachment; filename="${filename}"`,
+  });
+  try {
+    while (!next.done) {
+      const data = (next.value as { data?: Uint8Array }).data;
+      // Back-pressure: wait for the socket to take the last chunk (or for the client to leave).
+      if (data && data.byteLength > 0 && !res.write(data)) {
+        await new Promise((resolve) => {
+          res.once("drain", resolve);
+          res.once("close", resolve);
+        });
+      }
+      if (context.signal.aborted) break;
+      next = await iterator.next();
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  } finally {
+    await iterator.return?.();
   }
   return 200;
 }
