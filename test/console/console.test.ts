@@ -1,7 +1,7 @@
 // The console in a real browser (Debian's Chromium driven by playwright-core) against a real
 // server with a training worker: sign in, see a model, follow an RL job live, see the reward chart
 // gain a point, stream a reply in the playground. Screenshots go to test/artifacts/.
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -69,6 +69,13 @@ describe("console", () => {
     await page.waitForSelector('circle[data-point="val/reward@1"]');
     expect(await page.locator('circle[data-point^="val/reward@"]').count()).toBe(2);
     await page.screenshot({ path: join(artifacts, "model.png"), fullPage: true });
+
+    // The new checkpoint's adapter downloads from the model page.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click('button[data-download="web/watched:step1"]')]);
+    expect(download.suggestedFilename()).toBe("watched-step1.gguf");
+    const saved = join(artifacts, "watched-step1.gguf");
+    await download.saveAs(saved);
+    expect((await readFile(saved)).subarray(0, 4).toString("latin1")).toBe("GGUF");
 
     // The playground streams a reply from the new checkpoint.
     await page.goto(`${server.url}/#/playground`);

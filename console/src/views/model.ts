@@ -25,7 +25,21 @@ export async function modelView(modelId: string, isCurrent: () => boolean): Prom
           "section",
           {},
           h("h2", {}, "Checkpoints"),
-          h("table", {}, h("tr", {}, h("th", {}, "Step"), h("th", {}, "Metrics")), ...checkpoints.data.map((c) => h("tr", {}, h("td", {}, c.step), h("td", { class: "muted" }, Object.entries(c.metrics).map(([k, v]) => `${k}=${v.toPrecision(4)}`).join("  "))))),
+          h(
+            "table",
+            {},
+            h("tr", {}, h("th", {}, "Step"), h("th", {}, "Metrics"), h("th", {}, "Adapter")),
+            ...checkpoints.data.map((c) =>
+              h(
+                "tr",
+                {},
+                h("td", {}, c.step),
+                h("td", { class: "muted" }, Object.entries(c.metrics).map(([k, v]) => `${k}=${v.toPrecision(4)}`).join("  ")),
+                // Step 0 is the base model itself: nothing to download.
+                h("td", {}, model && c.step > 0 ? downloadButton(`${model.project}/${model.name}:step${c.step}`) : ""),
+              ),
+            ),
+          ),
         ),
         h(
           "section",
@@ -44,4 +58,31 @@ export async function modelView(modelId: string, isCurrent: () => boolean): Prom
   await render();
   const timer = setInterval(() => (isCurrent() ? void render() : clearInterval(timer)), 2000);
   return section;
+}
+
+/** Downloads a checkpoint's adapter through the API (the key stays in a header, never in a URL). */
+function downloadButton(url: string): HTMLElement {
+  const button = h("button", { type: "button", class: "link", "data-download": url }, "download");
+  button.addEventListener("click", () => {
+    void (async () => {
+      button.textContent = "downloading…";
+      try {
+        const parts: Uint8Array<ArrayBuffer>[] = [];
+        let filename = "adapter.gguf";
+        for await (const chunk of training.downloadArtifactFile({ url })) {
+          if (chunk.filename) filename = chunk.filename;
+          parts.push(new Uint8Array(chunk.data));
+        }
+        const link = h("a", { href: URL.createObjectURL(new Blob(parts, { type: "application/octet-stream" })), download: filename });
+        link.click();
+        setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+        showError(null);
+      } catch (error) {
+        showError(readable(error));
+      } finally {
+        button.textContent = "download";
+      }
+    })();
+  });
+  return button;
 }
