@@ -33,6 +33,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     : await startEmbeddedDatabase({ dataDir: config.dataDir, log: (level, msg, fields) => log[level](msg, { component: "database", ...fields }) });
   const databaseUri = config.mongodbUri ?? (embedded as EmbeddedDatabase).uri;
   const database = await connectDatabase(databaseUri, config.mongodbDb);
+  if (database.serialized) log.info("database is FerretDB: one connection, operations in series (its concurrent updates are not atomic)", { component: "database" });
   const services = await buildServices(database.db, config, log);
   const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker } = services;
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);

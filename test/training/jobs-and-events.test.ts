@@ -123,6 +123,33 @@ describe("event log", () => {
     expect(viaGrpc.message?.data.map((e) => e.type)).toEqual(["gradient_step", "training_ended"]);
   });
 
+  it("pages through a long job (events in several storage buckets, some appended concurrently) exactly once each", async () => {
+    const id = await createJob();
+    await withDatabase(async ({ db }) => {
+      const log = new EventLog(db);
+      await log.append(id, "training_started", { num_sequences: 600 });
+      // In parallel batches, so bucket creation races and pushes land out of order.
+      for (let step = 1; step <= 600; step += 50) await Promise.all(Array.from({ length: 50 }, (_, i) => log.append(id, "gradient_step", { step: step + i })));
+      await log.append(id, "training_ended");
+    });
+    const seen: EventJson[] = [];
+    let after = "";
+    for (let pages = 0; pages < 20; pages++) {
+      const page = (await rest("GET", `/v1/preview/training-jobs/${id}/events?limit=100${after ? `&after=${after}` : ""}`, { key })).body as Page<EventJson>;
+      seen.push(...page.data);
+      if (!page.has_more) break;
+      after = page.last_id;
+    }
+    expect(seen.length).toBe(602);
+    expect(new Set(seen.map((e) => e.id)).size).toBe(602);
+    expect(seen.map((e) => e.type)).toEqual(["training_started", ...Array(600).fill("gradient_step"), "training_ended"]);
+    // Appended concurrently, numbered atomically: every step is there once.
+    expect(new Set(seen.slice(1, 601).map((e) => e.data.step)).size).toBe(600);
+    // A cursor from another job is refused rather than misread.
+    const other = await createJob();
+    expect((await rest("GET", `/v1/preview/training-jobs/${other}/events?after=${seen[5]?.id}`, { key })).status).toBe(400);
+  });
+
   it("enforces the invariants: started first, numeric steps, one terminal event, nothing after", async () => {
     const id = await createJob();
     await expect(append(id, "gradient_step", { loss: 1 })).rejects.toThrow("training_started must come before gradient_step");

@@ -13,6 +13,7 @@ if (!uri) {
   process.exit(1);
 }
 const database = await connectDatabase(uri, config.mongodbDb);
+if (database.serialized) log.warn("database is FerretDB: its concurrent updates are atomic only within one process; a worker next to the server can race with it (use MongoDB for several workers)");
 const { worker } = await buildServices(database.db, config, log);
 worker.start();
 process.stdout.write(`Training worker ${worker.id} is claiming jobs from ${uri}${config.mongodbDb}. Stop it with Ctrl-C.\n`);
