@@ -146,7 +146,7 @@ function checkpointMessage(checkpoint: CheckpointRecord): Omit<Checkpoint, "$typ
 }
 
 function runMetricMessage(metric: RunMetricRecord): Omit<RunMetric, "$typeName"> {
-  return { id: metric._id, step: metric.step, split: metric.split, name: metric.name, value: metric.value, time: metric.time.toISOString() };
+  return { id: metric.id, step: metric.step, split: metric.split, name: metric.name, value: metric.value, time: metric.time.toISOString() };
 }
 
 type CheckInit = Pick<CheckResult, "success" | "duration" | "errors"> & Partial<Pick<CheckResult, "queued" | "running">>;

@@ -1,9 +1,10 @@
 // Tracking runs: one per model, with an append-only metric history (step, split, name, value,
 // time) written by trajectory logs and by training jobs.
-import { randomUUID, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { notFound } from "../core/errors.js";
-import { paginate, type Page } from "../store/pagination.js";
+import { badRequest, notFound } from "../core/errors.js";
+import { BucketedLog } from "../store/bucketed-log.js";
+import type { Page } from "../store/pagination.js";
 
 export interface RunRecord {
   _id: string;
@@ -18,8 +19,8 @@ export interface RunRecord {
 }
 
 export interface RunMetricRecord {
-  _id: string;
-  run_id: string;
+  /** A UUID whose last group is the sequence number in hex (BucketedLog.rowId). */
+  id: string;
   seq: number;
   step: number;
   split: string;
@@ -30,17 +31,18 @@ export interface RunMetricRecord {
 
 export class Runs {
   private readonly runs: Collection<RunRecord>;
-  private readonly metrics: Collection<RunMetricRecord>;
+  // Per-run buckets (store/bucketed-log.ts): the console reads a run's history every few seconds,
+  // which was a scan of every run's rows on the embedded database.
+  private readonly metrics: BucketedLog<RunMetricRecord>;
 
   constructor(db: Db) {
     this.runs = db.collection<RunRecord>("runs");
-    this.metrics = db.collection<RunMetricRecord>("run_metrics");
+    this.metrics = new BucketedLog<RunMetricRecord>(db, "run_metrics", "run_id", 512);
   }
 
   async ensureIndexes(): Promise<void> {
     await this.runs.createIndex({ model_id: 1 });
-    await this.metrics.createIndex({ run_id: 1, seq: 1 }, { unique: true });
-    await this.metrics.createIndex({ run_id: 1, name: 1, seq: 1 });
+    await this.metrics.ensureIndexes();
   }
 
   /** W&B-style run ids: 8 lowercase letters and digits. */
@@ -71,32 +73,26 @@ export class Runs {
     if (!reserved) throw notFound(`run ${runId} not found`);
     const first = reserved.metric_seq - names.length;
     const time = new Date();
-    await this.metrics.insertMany(
-      names.map((name, index) => ({ _id: randomUUID(), run_id: runId, seq: first + index, step, split, name, value: values[name] as number, time })),
+    // Sequence numbers start at 1 (row ids encode them).
+    await this.metrics.push(
+      runId,
+      names.map((name, index) => ({ id: BucketedLog.rowId(first + index + 1), seq: first + index + 1, step, split, name, value: values[name] as number, time })),
     );
     await this.runs.updateOne({ _id: runId }, { $set: Object.fromEntries(names.map((n) => [`summary.${fieldKey(n)}`, values[n]])) });
   }
 
   async listMetrics(runId: string, options: { after?: string; limit: number; name?: string }): Promise<Page<RunMetricRecord>> {
-    return paginate(this.metrics, {
-      filter: options.name ? { run_id: runId, name: options.name } : { run_id: runId },
-      orderField: "seq",
-      orderIsUnique: true,
-      order: "asc",
-      after: options.after,
-      limit: options.limit,
-      what: "metric",
-    });
+    const afterSeq = options.after ? await this.metrics.seqOf(runId, options.after) : 0;
+    if (afterSeq === null) throw badRequest(`after: no metric with id ${options.after} in this list`);
+    const name = options.name;
+    const rows = await this.metrics.read(runId, afterSeq, options.limit + 1, name === undefined ? undefined : (row) => row.name === name);
+    return { items: rows.slice(0, options.limit), hasMore: rows.length > options.limit };
   }
 
   /** Deletes a run and its history; true if the run existed. */
   async delete(runId: string): Promise<boolean> {
-    await this.metrics.deleteMany({ run_id: runId });
+    await this.metrics.deleteOwners([runId]);
     return (await this.runs.deleteOne({ _id: runId })).deletedCount === 1;
-  }
-
-  async countMetrics(runId: string): Promise<number> {
-    return this.metrics.countDocuments({ run_id: runId });
   }
 }
 

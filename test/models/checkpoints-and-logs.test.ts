@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { Models } from "../../gen/srl/v1/models_pb.js";
 import { Blobs } from "../../services/store/blobs.js";
 import { Checkpoints } from "../../services/models/checkpoints.js";
+import { Runs } from "../../services/models/runs.js";
 import { grpcUnary, rest } from "../support/clients.js";
 import { withDatabase } from "../support/db.js";
 import { createKey, uniqueEntity } from "../support/keys.js";
@@ -171,6 +172,33 @@ describe("trajectory logs", () => {
     const rest2 = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=4&after=${first.last_id}`, { key })).body as Page<{ name: string }>;
     expect(rest2.data.map((m) => m.name)).toEqual(["val/exception_rate", "val/reward_std_dev"]);
     expect(rest2.has_more).toBe(false);
+  });
+
+  it("pages a long metric history (several storage buckets) in order, filtered by name, each row once", async () => {
+    const model = await newModel("long-history");
+    await withDatabase(async ({ db }) => {
+      const runs = new Runs(db);
+      // Four metrics per step, some steps logged concurrently.
+      for (let step = 1; step <= 150; step += 30) {
+        await Promise.all(Array.from({ length: 30 }, (_, i) => runs.append(model.run_id, step + i, "train", { "train/loss": 1 / (step + i), "train/reward": step + i, "train/grad_norm": 2, "train/entropy": 1 })));
+      }
+    });
+    const all = async (query: string) => {
+      const rows: { id: string; name: string; step: number; value: number }[] = [];
+      for (let after = ""; ; ) {
+        const page = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=100${query}${after ? `&after=${after}` : ""}`, { key })).body as Page<{ id: string; name: string; step: number; value: number }>;
+        rows.push(...page.data);
+        if (!page.has_more) return rows;
+        after = page.last_id;
+      }
+    };
+    const everything = await all("");
+    expect(everything.length).toBe(600);
+    expect(new Set(everything.map((m) => m.id)).size).toBe(600);
+    const rewards = await all("&name=train/reward");
+    expect(rewards.map((m) => m.value).sort((a, b) => a - b)).toEqual(Array.from({ length: 150 }, (_, i) => i + 1));
+    expect(rewards.every((m) => m.name === "train/reward" && m.step === m.value)).toBe(true);
+    expect((await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?after=${everything[0]?.id.replace(/.$/, "f")}`, { key })).status).toBe(400);
   });
 
   it("accepts the compact trajectories of the newest client and an empty log", async () => {
