@@ -87,6 +87,11 @@ export class EventLog {
     return toEvent(record);
   }
 
+  /** The job's last event number (0 before any, or when its stream is gone). */
+  private async lastSeq(jobId: string): Promise<number> {
+    return (await this.streams.findOne({ _id: jobId }))?.seq ?? 0;
+  }
+
   /** The sequence number of event `id` of this job (400 when it is not one of its events). */
   private async seqOf(jobId: string, id: string): Promise<number> {
     const seq = await this.log.seqOf(jobId, id);
@@ -104,7 +109,7 @@ export class EventLog {
 
   async list(jobId: string, options: { after?: string; limit: number }): Promise<Page<JobEvent>> {
     const afterSeq = options.after ? await this.seqOf(jobId, options.after) : 0;
-    const rows = await this.log.read(jobId, afterSeq, options.limit + 1);
+    const rows = await this.log.read(jobId, afterSeq, await this.lastSeq(jobId), options.limit + 1);
     return { items: rows.slice(0, options.limit).map(toEvent), hasMore: rows.length > options.limit };
   }
 
@@ -116,7 +121,7 @@ export class EventLog {
     let seq = after ? await this.seqOf(jobId, after) : 0;
     while (!signal.aborted) {
       const wake = this.nextAppend(jobId, signal);
-      const batch = await this.log.read(jobId, seq, 100);
+      const batch = await this.log.read(jobId, seq, await this.lastSeq(jobId), 100);
       for (const record of batch) {
         yield toEvent(record);
         seq = record.seq;

@@ -85,7 +85,8 @@ export class Runs {
     const afterSeq = options.after ? await this.metrics.seqOf(runId, options.after) : 0;
     if (afterSeq === null) throw badRequest(`after: no metric with id ${options.after} in this list`);
     const name = options.name;
-    const rows = await this.metrics.read(runId, afterSeq, options.limit + 1, name === undefined ? undefined : (row) => row.name === name);
+    const lastSeq = (await this.runs.findOne({ _id: runId }))?.metric_seq ?? 0;
+    const rows = await this.metrics.read(runId, afterSeq, lastSeq, options.limit + 1, name === undefined ? undefined : (row) => row.name === name);
     return { items: rows.slice(0, options.limit), hasMore: rows.length > options.limit };
   }
 

@@ -60,16 +60,19 @@ export class BucketedLog<Row extends SequencedRow> {
     }
   }
 
-  /** Rows after `afterSeq` in order, at most `limit`, optionally only those `keep` accepts. */
-  async read(owner: string, afterSeq: number, limit: number, keep: (row: Row) => boolean = () => true): Promise<Row[]> {
+  /**
+   * Rows after `afterSeq` in order, at most `limit`, optionally only those `keep` accepts, up to
+   * `lastSeq` (the owner's counter: buckets up to its one are read even if one in between is
+   * missing or short, as after a writer died between reserving a number and storing its row).
+   */
+  async read(owner: string, afterSeq: number, lastSeq: number, limit: number, keep: (row: Row) => boolean = () => true): Promise<Row[]> {
     const out: Row[] = [];
-    for (let bucket = this.bucketOf(afterSeq + 1); out.length < limit; bucket++) {
+    for (let bucket = this.bucketOf(afterSeq + 1); out.length < limit && bucket <= this.bucketOf(lastSeq); bucket++) {
       const found = await this.buckets.findOne({ _id: this.bucketId(owner, bucket) });
-      if (!found) break;
+      if (!found) continue;
       // Concurrent writers may have pushed out of order.
-      const rows = (found.rows as Row[]).filter((row) => row.seq > afterSeq && keep(row)).sort((a, b) => a.seq - b.seq);
+      const rows = (found.rows as Row[]).filter((row) => row.seq > afterSeq && row.seq <= lastSeq && keep(row)).sort((a, b) => a.seq - b.seq);
       out.push(...rows.slice(0, limit - out.length));
-      if (found.rows.length < this.size) break;
     }
     return out;
   }

@@ -150,6 +150,19 @@ describe("event log", () => {
     expect((await rest("GET", `/v1/preview/training-jobs/${other}/events?after=${seen[5]?.id}`, { key })).status).toBe(400);
   });
 
+  it("reads past numbers a dead writer reserved but never stored", async () => {
+    const id = await createJob();
+    await append(id, "training_started", { num_sequences: 1 });
+    // A writer that took numbers 2..301 and died before storing them (a gap across buckets).
+    await withDatabase(({ db }) => db.collection("event_streams").updateOne({ _id: id as never }, { $inc: { seq: 300 } }));
+    await append(id, "gradient_step", { loss: 1 });
+    await append(id, "training_ended");
+    const events = (await rest("GET", `/v1/preview/training-jobs/${id}/events`, { key })).body as Page<EventJson>;
+    expect(events.data.map((e) => e.type)).toEqual(["training_started", "gradient_step", "training_ended"]);
+    const after = (await rest("GET", `/v1/preview/training-jobs/${id}/events?after=${events.data[0]?.id}`, { key })).body as Page<EventJson>;
+    expect(after.data.map((e) => e.type)).toEqual(["gradient_step", "training_ended"]);
+  });
+
   it("enforces the invariants: started first, numeric steps, one terminal event, nothing after", async () => {
     const id = await createJob();
     await expect(append(id, "gradient_step", { loss: 1 })).rejects.toThrow("training_started must come before gradient_step");
