@@ -1,7 +1,7 @@
 // Checkpoints: one per (model, step); step 0 is the base model (no adapter). The trainer adds one
 // per finished job through createCheckpoint; adapters are GridFS blobs written before the row, so
 // a listed checkpoint always has its adapter.
-import { randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import { conflict } from "../core/errors.js";
 import type { Blobs } from "../store/blobs.js";
@@ -19,14 +19,28 @@ export interface CheckpointRecord {
   created_at: Date;
 }
 
+/**
+ * A checkpoint's id is derived from its model and step (a UUID-shaped SHA-1), so finding a step is
+ * an `_id` lookup: on the embedded FerretDB that is the only lookup that does not scan the whole
+ * collection (the latest of 5,000 checkpoints took 317 ms by a sorted query, on every request).
+ */
+export function checkpointId(modelId: string, step: number): string {
+  const h = createHash("sha1").update(`checkpoint/${modelId}/${step}`).digest("hex");
+  const variant = ((parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
 export class Checkpoints {
   private readonly checkpoints: Collection<CheckpointRecord>;
+  /** Per model, its highest step: `latest` is then two `_id` lookups instead of a sorted query. */
+  private readonly heads: Collection<{ _id: string; step: number }>;
 
   constructor(
     db: Db,
     private readonly blobs: Blobs,
   ) {
     this.checkpoints = db.collection<CheckpointRecord>("checkpoints");
+    this.heads = db.collection<{ _id: string; step: number }>("checkpoint_heads");
   }
 
   async ensureIndexes(): Promise<void> {
@@ -36,7 +50,7 @@ export class Checkpoints {
   /** Adds a checkpoint; a step that exists already is a conflict (and the new adapter is removed). */
   async create(modelId: string, step: number, metrics: Record<string, number>, adapter?: { filename: string; data: Uint8Array }, jobId?: string): Promise<CheckpointRecord> {
     const blobId = adapter ? await this.blobs.put(adapter.filename, adapter.data, { model_id: modelId, kind: "adapter", step }) : null;
-    const record: CheckpointRecord = { _id: randomUUID(), model_id: modelId, step, metrics: sanitize(metrics), adapter_blob_id: blobId, job_id: jobId ?? null, created_at: new Date() };
+    const record: CheckpointRecord = { _id: checkpointId(modelId, step), model_id: modelId, step, metrics: sanitize(metrics), adapter_blob_id: blobId, job_id: jobId ?? null, created_at: new Date() };
     try {
       await this.checkpoints.insertOne(record);
     } catch (error) {
@@ -44,33 +58,63 @@ export class Checkpoints {
       if (error instanceof MongoServerError && error.code === 11000) throw conflict(`model ${modelId} already has a checkpoint at step ${step}`);
       throw error;
     }
+    await this.raiseHead(modelId, step);
     return record;
+  }
+
+  private async raiseHead(modelId: string, step: number): Promise<void> {
+    try {
+      await this.heads.updateOne({ _id: modelId }, { $max: { step } }, { upsert: true });
+    } catch (error) {
+      // Two first raises at once: the loser's upsert collides (FerretDB: error 1), the head exists.
+      if (!(error instanceof MongoServerError && (error.code === 11000 || /duplicate/i.test(error.message)))) throw error;
+      await this.heads.updateOne({ _id: modelId }, { $max: { step } });
+    }
+  }
+
+  /** After deletions: the head is the highest remaining step (or gone with the last checkpoint). */
+  private async resetHead(modelId: string): Promise<void> {
+    const top = await this.checkpoints.findOne({ model_id: modelId }, { sort: { step: -1 } });
+    if (top) await this.heads.updateOne({ _id: modelId }, { $set: { step: top.step } }, { upsert: true });
+    else await this.heads.deleteOne({ _id: modelId });
   }
 
   /** The base-model checkpoint every model starts with (idempotent). */
   async ensureStepZero(modelId: string): Promise<void> {
     await this.checkpoints
       .updateOne(
-        { model_id: modelId, step: 0 },
-        { $setOnInsert: { _id: randomUUID(), model_id: modelId, step: 0, metrics: {}, adapter_blob_id: null, created_at: new Date() } },
+        { _id: checkpointId(modelId, 0) },
+        { $setOnInsert: { model_id: modelId, step: 0, metrics: {}, adapter_blob_id: null, created_at: new Date() } },
         { upsert: true },
       )
       .catch((error: unknown) => {
         // Two concurrent upserts: the other one created it.
-        if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+        if (!(error instanceof MongoServerError && (error.code === 11000 || /duplicate/i.test(error.message)))) throw error;
       });
+    await this.raiseHead(modelId, 0);
   }
 
   async ofJob(modelId: string, jobId: string): Promise<CheckpointRecord | null> {
-    return this.checkpoints.findOne({ model_id: modelId, job_id: jobId });
+    const found = await this.checkpoints.findOne({ model_id: modelId, job_id: jobId });
+    // A retried job finishing with the checkpoint its dead attempt wrote: the head may not have
+    // been raised before that attempt died.
+    if (found) await this.raiseHead(modelId, found.step);
+    return found;
   }
 
+  /**
+   * The highest step, read fresh on every call (so a checkpoint another process just wrote is
+   * served by the next request): the head's step, looked up by id. Without a usable head (none yet,
+   * or its step deleted meanwhile) it falls back to a sorted query.
+   */
   async latest(modelId: string): Promise<CheckpointRecord | null> {
-    return this.checkpoints.findOne({ model_id: modelId }, { sort: { step: -1 } });
+    const head = await this.heads.findOne({ _id: modelId });
+    const current = head ? await this.atStep(modelId, head.step) : null;
+    return current ?? (await this.checkpoints.findOne({ model_id: modelId }, { sort: { step: -1 } }));
   }
 
   async atStep(modelId: string, step: number): Promise<CheckpointRecord | null> {
-    return this.checkpoints.findOne({ model_id: modelId, step });
+    return this.checkpoints.findOne({ _id: checkpointId(modelId, step) });
   }
 
   /** A checkpoint's adapter file (null at step 0 and for checkpoints without one). */
@@ -95,6 +139,7 @@ export class Checkpoints {
       if (checkpoint.adapter_blob_id) await this.blobs.delete(checkpoint.adapter_blob_id);
       await this.checkpoints.deleteOne({ _id: checkpoint._id });
     }
+    if (found.length > 0) await this.resetHead(modelId);
     const foundSteps = new Set(found.map((c) => c.step));
     return { deleted: found.length, notFound: wanted.filter((s) => !foundSteps.has(s)) };
   }
@@ -103,10 +148,12 @@ export class Checkpoints {
   async deleteById(checkpointId: string): Promise<void> {
     const checkpoint = await this.checkpoints.findOneAndDelete({ _id: checkpointId });
     if (checkpoint?.adapter_blob_id) await this.blobs.delete(checkpoint.adapter_blob_id);
+    if (checkpoint) await this.resetHead(checkpoint.model_id);
   }
 
   /** Deletes every checkpoint of a model (their adapters go with the model's blobs). */
   async deleteAll(modelId: string): Promise<number> {
+    await this.heads.deleteOne({ _id: modelId });
     return (await this.checkpoints.deleteMany({ model_id: modelId })).deletedCount;
   }
 }

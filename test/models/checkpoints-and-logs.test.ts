@@ -49,6 +49,31 @@ async function allPages(path: string, query: string): Promise<{ items: Checkpoin
 }
 
 describe("checkpoints", () => {
+  it("keep their latest step right through deletions, gaps, re-creation and a lost head", async () => {
+    const model = await newModel("latest");
+    await withDatabase(async ({ db }) => {
+      const checkpoints = new Checkpoints(db, new Blobs(db));
+      const latest = async () => (await checkpoints.latest(model.id))?.step;
+      expect(await latest()).toBe(0);
+      for (const step of [1, 2, 3]) await checkpoints.create(model.id, step, {});
+      expect(await latest()).toBe(3);
+      await checkpoints.deleteSteps(model.id, [3]);
+      expect(await latest()).toBe(2);
+      await checkpoints.deleteSteps(model.id, [1]);
+      expect(await latest()).toBe(2);
+      const again = await checkpoints.create(model.id, 3, { reward: 1 });
+      expect(await latest()).toBe(3);
+      expect((await checkpoints.atStep(model.id, 3))?._id).toBe(again._id);
+      await expect(checkpoints.create(model.id, 3, {})).rejects.toThrow("already has a checkpoint at step 3");
+      // A head that went missing (or was never written): the slow way finds the same answer.
+      await db.collection("checkpoint_heads").deleteOne({ _id: model.id as never });
+      expect(await latest()).toBe(3);
+      // A head left pointing at a deleted step (another process deleted it): still right.
+      await db.collection("checkpoint_heads").updateOne({ _id: model.id as never }, { $set: { step: 9 } }, { upsert: true });
+      expect(await latest()).toBe(3);
+    });
+  });
+
   it("paginates 45 checkpoints in both orders across page boundaries with exact has_more", async () => {
     const model = await newModel("paged");
     await withDatabase(async ({ db }) => {

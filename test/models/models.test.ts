@@ -173,7 +173,7 @@ describe("delete model", () => {
     expect(streamed).toContain('"type":"training_started"');
     expect(streamed).toContain('"type":"training_failed","data":{"error_message":"cancelled: the model was deleted"}');
 
-    expect(await countOwned(model)).toEqual({ models: 0, checkpoints: 0, runs: 0, run_metrics: 0, trajectories: 0, training_jobs: 0, events: 0, event_streams: 0, blobs: 0 });
+    expect(await countOwned(model)).toEqual({ models: 0, checkpoints: 0, checkpoint_heads: 0, runs: 0, run_metrics: 0, trajectories: 0, training_jobs: 0, events: 0, event_streams: 0, blobs: 0 });
     expect((await countOwned(keep)).checkpoints).toBe(2);
     expect((await rest("DELETE", `/v1/preview/models/${model.id}`, { key })).status).toBe(404);
     expect((await rest("GET", `/v1/preview/training-jobs/${queuedJob.id}`, { key })).status).toBe(404);
@@ -187,6 +187,7 @@ async function countOwned(model: ModelJson) {
     return {
       models: await db.collection("models").countDocuments({ _id: model.id as never }),
       checkpoints: await db.collection("checkpoints").countDocuments({ model_id: model.id }),
+      checkpoint_heads: await db.collection("checkpoint_heads").countDocuments({ _id: model.id as never }),
       runs: await db.collection("runs").countDocuments({ _id: model.run_id as never }),
       run_metrics: await db.collection("run_metrics").countDocuments({ run_id: model.run_id }),
       trajectories: await db.collection("trajectories").countDocuments({ model_id: model.id }),
