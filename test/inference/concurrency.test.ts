@@ -1,14 +1,20 @@
 // Continuous batching: concurrent streams share the engine's sequences, so together they produce
 // more tokens per second than one stream alone. Only the ordering is asserted (shared machines
-// are noisy); the figures are printed, and the benchmark measures them properly.
+// are noisy); the figures are printed, and the benchmark measures them properly. The suite runs
+// its own server, so other test files' requests do not share its engine, and compares the best of
+// several interleaved rounds: a busy neighbour only ever adds time, so the fastest round of each
+// kind is the least disturbed one.
 import OpenAI from "openai";
-import { beforeAll, describe, expect, inject, it } from "vitest";
-import { createKey, uniqueEntity } from "../support/keys.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 
+let isolated: IsolatedServer;
 let client: OpenAI;
 beforeAll(async () => {
-  client = new OpenAI({ baseURL: `${inject("baseUrl")}/v1`, apiKey: await createKey(uniqueEntity("batch")), maxRetries: 0 });
+  isolated = await startIsolatedServer({ name: "batching", entity: "batch", env: { ENGINE_SEQUENCES: "8" } });
+  client = new OpenAI({ baseURL: `${isolated.server.url}/v1`, apiKey: isolated.key, maxRetries: 0 });
 });
+afterAll(() => isolated?.stop());
 
 async function stream(index: number, tokens: number): Promise<number> {
   const chunks = await client.chat.completions.create({
@@ -30,21 +36,20 @@ describe("concurrent streams", () => {
   it("all complete, and 8 at once finish sooner than the same 8 one after another", async () => {
     await stream(0, 8); // warm-up: model and context loaded
     const tokens = 32;
-    // Short rounds, interleaved, summed: a busy neighbour on the shared machine slows both sides
-    // alike instead of deciding the result.
-    let sequential = 0;
-    let concurrent = 0;
-    for (let round = 0; round < 3; round++) {
+    const sequential: number[] = [];
+    const concurrent: number[] = [];
+    for (let round = 0; round < 5; round++) {
       let started = performance.now();
       for (let i = 0; i < 8; i++) expect(await stream(100 * round + i, tokens)).toBe(tokens);
-      sequential += performance.now() - started;
+      sequential.push(performance.now() - started);
       started = performance.now();
       const results = await Promise.all(Array.from({ length: 8 }, (_, i) => stream(100 * round + i, tokens)));
-      concurrent += performance.now() - started;
+      concurrent.push(performance.now() - started);
       expect(results).toEqual(Array(8).fill(tokens));
     }
-    const rate = (ms: number) => (3 * 8 * tokens) / (ms / 1000);
-    process.stdout.write(`tokens/s: one stream at a time ${rate(sequential).toFixed(0)}, eight at once ${rate(concurrent).toFixed(0)} (x${(sequential / concurrent).toFixed(2)})\n`);
-    expect(concurrent).toBeLessThan(sequential);
+    const rate = (ms: number) => (8 * tokens) / (ms / 1000);
+    const [bestSequential, bestConcurrent] = [Math.min(...sequential), Math.min(...concurrent)];
+    process.stdout.write(`tokens/s (best of 5 rounds): one stream at a time ${rate(bestSequential).toFixed(0)}, eight at once ${rate(bestConcurrent).toFixed(0)} (x${(bestSequential / bestConcurrent).toFixed(2)})\n`);
+    expect(bestConcurrent).toBeLessThan(bestSequential);
   });
 });
