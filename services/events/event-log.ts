@@ -108,8 +108,9 @@ export class EventLog {
   }
 
   async list(jobId: string, options: { after?: string; limit: number }): Promise<Page<JobEvent>> {
-    const afterSeq = options.after ? await this.seqOf(jobId, options.after) : 0;
-    const rows = await this.log.read(jobId, afterSeq, await this.lastSeq(jobId), options.limit + 1);
+    const lastSeq = await this.lastSeq(jobId);
+    const rows = options.after ? await this.log.readAfter(jobId, options.after, lastSeq, options.limit + 1) : await this.log.read(jobId, 0, lastSeq, options.limit + 1);
+    if (!rows) throw badRequest(`after: no event with id ${options.after} in this job`);
     return { items: rows.slice(0, options.limit).map(toEvent), hasMore: rows.length > options.limit };
   }
 
@@ -121,7 +122,10 @@ export class EventLog {
     let seq = after ? await this.seqOf(jobId, after) : 0;
     while (!signal.aborted) {
       const wake = this.nextAppend(jobId, signal);
-      const batch = await this.log.read(jobId, seq, await this.lastSeq(jobId), 100);
+      // The stream gone means the job was deleted with its model: nothing more will come.
+      const stream = await this.streams.findOne({ _id: jobId });
+      if (!stream) return wake.cancel();
+      const batch = await this.log.read(jobId, seq, stream.seq, 100);
       for (const record of batch) {
         yield toEvent(record);
         seq = record.seq;
@@ -131,7 +135,6 @@ export class EventLog {
         wake.cancel();
         continue;
       }
-      if (!(await this.streams.findOne({ _id: jobId }))) return wake.cancel();
       await wake.promise;
     }
   }

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import { conflict } from "../core/errors.js";
 import type { Blobs } from "../store/blobs.js";
+import { isDuplicateKey, upsertTolerant } from "../store/mongo.js";
 import { paginate, type Page } from "../store/pagination.js";
 import { fieldKey } from "./runs.js";
 
@@ -63,18 +64,17 @@ export class Checkpoints {
   }
 
   private async raiseHead(modelId: string, step: number): Promise<void> {
-    try {
-      await this.heads.updateOne({ _id: modelId }, { $max: { step } }, { upsert: true });
-    } catch (error) {
-      // Two first raises at once: the loser's upsert collides (FerretDB: error 1), the head exists.
-      if (!(error instanceof MongoServerError && (error.code === 11000 || /duplicate/i.test(error.message)))) throw error;
-      await this.heads.updateOne({ _id: modelId }, { $max: { step } });
-    }
+    await upsertTolerant(this.heads, { _id: modelId }, { $max: { step } });
+  }
+
+  /** The highest step by a sorted query (what the head saves on every `latest`). */
+  private highest(modelId: string): Promise<CheckpointRecord | null> {
+    return this.checkpoints.findOne({ model_id: modelId }, { sort: { step: -1 } });
   }
 
   /** After deletions: the head is the highest remaining step (or gone with the last checkpoint). */
   private async resetHead(modelId: string): Promise<void> {
-    const top = await this.checkpoints.findOne({ model_id: modelId }, { sort: { step: -1 } });
+    const top = await this.highest(modelId);
     if (top) await this.heads.updateOne({ _id: modelId }, { $set: { step: top.step } }, { upsert: true });
     else await this.heads.deleteOne({ _id: modelId });
   }
@@ -89,7 +89,7 @@ export class Checkpoints {
       )
       .catch((error: unknown) => {
         // Two concurrent upserts: the other one created it.
-        if (!(error instanceof MongoServerError && (error.code === 11000 || /duplicate/i.test(error.message)))) throw error;
+        if (!isDuplicateKey(error)) throw error;
       });
     await this.raiseHead(modelId, 0);
   }
@@ -110,7 +110,7 @@ export class Checkpoints {
   async latest(modelId: string): Promise<CheckpointRecord | null> {
     const head = await this.heads.findOne({ _id: modelId });
     const current = head ? await this.atStep(modelId, head.step) : null;
-    return current ?? (await this.checkpoints.findOne({ model_id: modelId }, { sort: { step: -1 } }));
+    return current ?? (await this.highest(modelId));
   }
 
   async atStep(modelId: string, step: number): Promise<CheckpointRecord | null> {

@@ -82,11 +82,11 @@ export class Runs {
   }
 
   async listMetrics(runId: string, options: { after?: string; limit: number; name?: string }): Promise<Page<RunMetricRecord>> {
-    const afterSeq = options.after ? await this.metrics.seqOf(runId, options.after) : 0;
-    if (afterSeq === null) throw badRequest(`after: no metric with id ${options.after} in this list`);
     const name = options.name;
+    const keep = name === undefined ? undefined : (row: RunMetricRecord) => row.name === name;
     const lastSeq = (await this.runs.findOne({ _id: runId }))?.metric_seq ?? 0;
-    const rows = await this.metrics.read(runId, afterSeq, lastSeq, options.limit + 1, name === undefined ? undefined : (row) => row.name === name);
+    const rows = options.after ? await this.metrics.readAfter(runId, options.after, lastSeq, options.limit + 1, keep) : await this.metrics.read(runId, 0, lastSeq, options.limit + 1, keep);
+    if (!rows) throw badRequest(`after: no metric with id ${options.after} in this list`);
     return { items: rows.slice(0, options.limit), hasMore: rows.length > options.limit };
   }
 

@@ -4,7 +4,8 @@
 // or two `_id` lookups. One document per row made every page a scan of all rows of all owners on
 // the embedded database (FerretDB's SQLite backend pushes down nothing but `_id` equality).
 import { randomUUID } from "node:crypto";
-import { MongoServerError, type Collection, type Db, type Filter, type UpdateFilter } from "mongodb";
+import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
+import { upsertTolerant } from "./mongo.js";
 
 export interface SequencedRow {
   id: string;
@@ -47,16 +48,9 @@ export class BucketedLog<Row extends SequencedRow> {
       byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), row]);
     }
     for (const [bucket, items] of byBucket) {
-      const filter = { _id: this.bucketId(owner, bucket) };
-      try {
-        const create = { $push: { rows: { $each: items } }, $setOnInsert: { [this.ownerField]: owner, bucket } } as UpdateFilter<Bucket>;
-        await this.buckets.updateOne(filter, create, { upsert: true });
-      } catch (error) {
-        // Two writers creating one bucket at once: the loser's upsert collides, the bucket exists
-        // now. (FerretDB reports that collision as error 1 rather than 11000.)
-        if (!(error instanceof MongoServerError && (error.code === 11000 || /duplicate/i.test(error.message)))) throw error;
-        await this.buckets.updateOne(filter, { $push: { rows: { $each: items } } });
-      }
+      // Two writers may create one bucket at once.
+      const update = { $push: { rows: { $each: items } }, $setOnInsert: { [this.ownerField]: owner, bucket } } as UpdateFilter<Bucket>;
+      await upsertTolerant(this.buckets, { _id: this.bucketId(owner, bucket) }, update);
     }
   }
 
@@ -66,24 +60,42 @@ export class BucketedLog<Row extends SequencedRow> {
    * missing or short, as after a writer died between reserving a number and storing its row).
    */
   async read(owner: string, afterSeq: number, lastSeq: number, limit: number, keep: (row: Row) => boolean = () => true): Promise<Row[]> {
-    const out: Row[] = [];
-    for (let bucket = this.bucketOf(afterSeq + 1); out.length < limit && bucket <= this.bucketOf(lastSeq); bucket++) {
-      const found = await this.buckets.findOne({ _id: this.bucketId(owner, bucket) });
-      if (!found) continue;
-      // Concurrent writers may have pushed out of order.
-      const rows = (found.rows as Row[]).filter((row) => row.seq > afterSeq && row.seq <= lastSeq && keep(row)).sort((a, b) => a.seq - b.seq);
-      out.push(...rows.slice(0, limit - out.length));
-    }
-    return out;
+    return this.collect(owner, afterSeq, lastSeq, limit, keep, this.bucketOf(afterSeq + 1), []);
+  }
+
+  /**
+   * The same, after the row `afterId` (a page cursor); null when that is not one of this owner's
+   * rows. The cursor's bucket is read once, both to check the cursor and for the rows after it.
+   */
+  async readAfter(owner: string, afterId: string, lastSeq: number, limit: number, keep: (row: Row) => boolean = () => true): Promise<Row[] | null> {
+    const afterSeq = seqInRowId(afterId);
+    if (afterSeq === null) return null;
+    const home = await this.buckets.findOne({ _id: this.bucketId(owner, this.bucketOf(afterSeq)) });
+    if (!home?.rows.some((row) => row.id === afterId)) return null;
+    return this.collect(owner, afterSeq, lastSeq, limit, keep, this.bucketOf(afterSeq) + 1, this.rowsOf(home, afterSeq, lastSeq, keep));
   }
 
   /** The sequence number of row `id` of this owner, or null when it is not one of its rows. */
   async seqOf(owner: string, id: string): Promise<number | null> {
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) return null;
-    const seq = parseInt(id.slice(24), 16);
-    if (!(seq >= 1)) return null;
+    const seq = seqInRowId(id);
+    if (seq === null) return null;
     const bucket = await this.buckets.findOne({ _id: this.bucketId(owner, this.bucketOf(seq)) });
     return bucket?.rows.some((row) => row.id === id) ? seq : null;
+  }
+
+  /** `first` rows already taken, then buckets from `bucket` up to the counter's. */
+  private async collect(owner: string, afterSeq: number, lastSeq: number, limit: number, keep: (row: Row) => boolean, bucket: number, first: Row[]): Promise<Row[]> {
+    const out = first.slice(0, limit);
+    for (; out.length < limit && bucket <= this.bucketOf(lastSeq); bucket++) {
+      const found = await this.buckets.findOne({ _id: this.bucketId(owner, bucket) });
+      if (found) out.push(...this.rowsOf(found, afterSeq, lastSeq, keep).slice(0, limit - out.length));
+    }
+    return out;
+  }
+
+  /** A bucket's rows in the window, in order (concurrent writers may have pushed out of order). */
+  private rowsOf(bucket: Bucket, afterSeq: number, lastSeq: number, keep: (row: Row) => boolean): Row[] {
+    return (bucket.rows as Row[]).filter((row) => row.seq > afterSeq && row.seq <= lastSeq && keep(row)).sort((a, b) => a.seq - b.seq);
   }
 
   async deleteOwners(owners: string[]): Promise<number> {
@@ -107,4 +119,11 @@ export class BucketedLog<Row extends SequencedRow> {
   private bucketId(owner: string, bucket: number): string {
     return `${owner}:${bucket}`;
   }
+}
+
+/** The sequence number a row id carries (see rowId), or null for anything else. */
+function seqInRowId(id: string): number | null {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) return null;
+  const seq = parseInt(id.slice(24), 16);
+  return seq >= 1 ? seq : null;
 }

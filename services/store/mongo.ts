@@ -2,7 +2,7 @@
 // service module exports its own index set, which start-up applies through ensureIndexes.
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { MongoClient, type Db } from "mongodb";
+import { MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type UpdateFilter } from "mongodb";
 
 export interface Database {
   client: MongoClient;
@@ -43,6 +43,25 @@ export async function connectDatabase(uri: string, dbName: string): Promise<Data
     },
     close: () => client.close(),
   };
+}
+
+/** A duplicate-key error, as MongoDB (11000) and FerretDB (error 1 for updates) report it. */
+export function isDuplicateKey(error: unknown): boolean {
+  return error instanceof MongoServerError && (error.code === 11000 || /duplicate/i.test(error.message));
+}
+
+/**
+ * An upsert that tolerates a concurrent one creating the same document: the loser's insert
+ * collides, the document exists now, and the update is applied to it ($setOnInsert then has no
+ * effect).
+ */
+export async function upsertTolerant<T extends Document>(collection: Collection<T>, filter: Filter<T>, update: UpdateFilter<T>): Promise<void> {
+  try {
+    await collection.updateOne(filter, update, { upsert: true });
+  } catch (error) {
+    if (!isDuplicateKey(error)) throw error;
+    await collection.updateOne(filter, update);
+  }
 }
 
 async function isFerretDb(client: MongoClient): Promise<boolean> {

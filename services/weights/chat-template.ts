@@ -2,23 +2,6 @@
 // `content` may be a string, a list of parts (strings or {type: "text", text}) or null/missing, as
 // OpenAI-style requests send; non-text parts are skipped. Written for @huggingface/jinja and
 // llama.cpp's template engine alike (only `is string`, `is none`, `is iterable`, `is mapping`).
-export const CHATML_TEMPLATE = [
-  "{%- for message in messages -%}",
-  "{{- '<|im_start|>' + message['role'] + '\\n' -}}",
-  "{%- set content = message['content'] if message['content'] is defined else none -%}",
-  "{%- if content is string -%}",
-  "{{- content -}}",
-  "{%- elif content is iterable and content is not mapping -%}",
-  "{%- for part in content -%}",
-  "{%- if part is string -%}{{- part -}}",
-  "{%- elif part is mapping and part['type'] == 'text' -%}{{- part['text'] -}}",
-  "{%- endif -%}",
-  "{%- endfor -%}",
-  "{%- endif -%}",
-  "{{- '<|im_end|>' + '\\n' -}}",
-  "{%- endfor -%}",
-  "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}",
-].join("\n");
 
 // Renders a message's `content`: a string, or the text of a list of parts.
 const RENDER_CONTENT_MACRO = [
@@ -34,6 +17,15 @@ const RENDER_CONTENT_MACRO = [
   "{%- endif -%}",
   "{%- endmacro -%}",
 ];
+
+export const CHATML_TEMPLATE = [
+  ...RENDER_CONTENT_MACRO,
+  "{%- for message in messages -%}",
+  "{%- set content = message['content'] if message['content'] is defined else none -%}",
+  "{{- '<|im_start|>' + message['role'] + '\\n' + render_content(content) + '<|im_end|>' + '\\n' -}}",
+  "{%- endfor -%}",
+  "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}",
+].join("\n");
 
 // The same ChatML with Hermes-style tool use (the `tiny-tools` built-in): offered tools are listed
 // in a system block inside <tools></tools>, assistant tool calls render as

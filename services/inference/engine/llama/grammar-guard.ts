@@ -4,6 +4,7 @@
 // Before each sampled token, this checks that at least one token is left, so such a request is
 // refused with a 400 instead.
 import type { LlamaGrammarEvaluationState, LlamaModel, Token } from "node-llama-cpp";
+import { grammarCalls } from "./grammar-state.js";
 import { endOfGenerationTokens, vocabSize } from "./model-info.js";
 
 /** What the next step's token bias forbids. */
@@ -15,17 +16,9 @@ export interface NextTokenBans {
   onlyAllowed: readonly Token[] | null;
 }
 
-// node-llama-cpp's own check (LlamaSampler._canBeNextTokenForGrammarEvaluationState) is internal;
-// it applies the grammar to a single candidate without advancing the state. Version pinned.
-interface NativeGrammarCheck {
-  _llama: { _bindings: { AddonSampler: { canBeNextTokenForGrammarEvaluationState(state: unknown, token: Token): boolean } } };
-}
-
 export function grammarLeavesAToken(model: LlamaModel, state: LlamaGrammarEvaluationState, bans: NextTokenBans): boolean {
   const vocabularySize = vocabSize(model);
-  const native = (model as unknown as NativeGrammarCheck)._llama._bindings.AddonSampler;
-  const handle = (state as unknown as { _state: unknown })._state;
-  const accepts = (token: Token) => native.canBeNextTokenForGrammarEvaluationState(handle, token);
+  const { accepts } = grammarCalls(model, state);
   // A grammar that may end usually can (unless min_tokens or allowed_token_ids ban the end tokens).
   if (endOfGenerationTokens(model).some((token) => !bans.isBanned(token) && accepts(token))) return true;
   if (bans.onlyAllowed) return bans.onlyAllowed.some((token) => !bans.isBanned(token) && accepts(token));

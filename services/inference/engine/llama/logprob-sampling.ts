@@ -10,25 +10,13 @@ import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type T
 import { Prng } from "../../../weights/prng.js";
 import { NOTHING_LEFT_TO_SAMPLE, type GenerateRequest } from "../protocol.js";
 import { EngineRequestError } from "./errors.js";
+import { grammarCalls, type GrammarCalls } from "./grammar-state.js";
 import type { SamplingPlan } from "./sampling.js";
-
-// node-llama-cpp's own grammar calls (its LlamaChat uses them); internal in the pinned version.
-interface NativeGrammar {
-  _llama: {
-    _bindings: {
-      AddonSampler: {
-        canBeNextTokenForGrammarEvaluationState(state: unknown, token: Token): boolean;
-        acceptGrammarEvaluationStateToken(state: unknown, token: Token): void;
-      };
-    };
-  };
-}
 
 export class RawLogitSampler {
   /** The engine's draw is exactly the requested distribution (temperature 1, nothing else). */
   readonly passThrough: boolean;
-  private readonly grammarHandle: unknown;
-  private readonly native: NativeGrammar["_llama"]["_bindings"]["AddonSampler"];
+  private readonly grammar: GrammarCalls | null;
   private readonly rng: Prng;
 
   constructor(
@@ -50,8 +38,7 @@ export class RawLogitSampler {
       (s.repetitionPenalty ?? 1) === 1 &&
       Object.keys(request.logitBias).length === 0 &&
       !sampling.hasBias();
-    this.grammarHandle = grammar ? (new LlamaGrammarEvaluationState({ model, grammar }) as unknown as { _state: unknown })._state : null;
-    this.native = (model as unknown as NativeGrammar)._llama._bindings.AddonSampler;
+    this.grammar = grammar ? grammarCalls(model, new LlamaGrammarEvaluationState({ model, grammar })) : null;
     this.rng = new Prng(seed, "logprob-sampling");
   }
 
@@ -70,7 +57,7 @@ export class RawLogitSampler {
     if (this.passThrough) return picked;
     const token = this.draw(logits, generated, promptTokens);
     // End tokens close the generation; llama.cpp does not feed them to the grammar either.
-    if (this.grammarHandle !== null && !this.model.isEogToken(token)) this.native.acceptGrammarEvaluationStateToken(this.grammarHandle, token);
+    if (this.grammar && !this.model.isEogToken(token)) this.grammar.accept(token);
     return token;
   }
 
@@ -83,7 +70,7 @@ export class RawLogitSampler {
     const penalty = s.repetitionPenalty ?? 1;
     // vLLM: the repetition penalty sees prompt and output, frequency and presence the output only.
     const repeated = penalty !== 1 ? new Set<number>([...promptTokens, ...generated]) : null;
-    const grammar = this.grammarHandle;
+    const grammar = this.grammar;
     const candidates: { token: Token; logit: number }[] = [];
     for (const [token, raw] of logits) {
       if (raw === -Infinity || bans.isBanned(token)) continue;
@@ -92,7 +79,7 @@ export class RawLogitSampler {
       const count = counts.get(token) ?? 0;
       if (count > 0) logit -= count * s.frequencyPenalty + s.presencePenalty;
       logit += bias[String(token)] ?? 0;
-      if (grammar !== null && !this.native.canBeNextTokenForGrammarEvaluationState(grammar, token)) continue;
+      if (grammar && !grammar.accepts(token)) continue;
       candidates.push({ token, logit });
     }
     if (candidates.length === 0) throw new EngineRequestError("bad_request", NOTHING_LEFT_TO_SAMPLE);

@@ -2,14 +2,25 @@
 import type { LlamaModel, Token } from "node-llama-cpp";
 import { UNICODE_TO_BYTE } from "../../../weights/tokenizer/byte-unicode.js";
 
+/** The GGUF `tokenizer.*` metadata node-llama-cpp parsed from the file. */
+function tokenizerMetadata(model: LlamaModel) {
+  type Tokenizer = { chat_template?: unknown; ggml?: { model?: string; tokens?: readonly string[]; token_type?: readonly number[] } };
+  return (model.fileInfo.metadata as { tokenizer?: Tokenizer }).tokenizer;
+}
+
+/** The vocabulary's token texts (`tokenizer.ggml.tokens`), null when the file has none. */
+export function vocabTokens(model: LlamaModel): readonly string[] | null {
+  return tokenizerMetadata(model)?.ggml?.tokens ?? null;
+}
+
 export function vocabSize(model: LlamaModel): number {
-  const tokens = (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens;
+  const tokens = vocabTokens(model);
   if (!tokens) throw new Error("the model file has no tokenizer.ggml.tokens");
   return tokens.length;
 }
 
 export function chatTemplateOf(model: LlamaModel): string | null {
-  const template = (model.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer?.chat_template;
+  const template = tokenizerMetadata(model)?.chat_template;
   return typeof template === "string" && template.length > 0 ? template : null;
 }
 
@@ -31,7 +42,7 @@ const overlongCache = new WeakMap<LlamaModel, number[]>();
 
 function findOverlongLeadByteTokens(model: LlamaModel): number[] {
   const banned = new Set([0xc0, 0xc1, 0xe0, 0xf0, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff]);
-  const tokenizer = (model.fileInfo.metadata as { tokenizer?: { ggml?: { model?: string; tokens?: readonly string[] } } }).tokenizer?.ggml;
+  const tokenizer = tokenizerMetadata(model)?.ggml;
   const tokens = tokenizer?.tokens ?? [];
   const out: number[] = [];
   tokens.forEach((text, id) => {
@@ -64,7 +75,7 @@ const endTokenCache = new WeakMap<LlamaModel, Token[]>();
  * control tokens are their text.
  */
 export function tokenBytes(model: LlamaModel, token: Token): number[] {
-  const tokenizer = (model.fileInfo.metadata as { tokenizer?: { ggml?: { model?: string; tokens?: readonly string[]; token_type?: readonly number[] } } }).tokenizer?.ggml;
+  const tokenizer = tokenizerMetadata(model)?.ggml;
   const piece = tokenizer?.tokens?.[token];
   const utf8 = (text: string) => [...Buffer.from(text, "utf8")];
   if (piece === undefined || tokenizer?.token_type?.[token] === 3) return utf8(model.detokenize([token], true));

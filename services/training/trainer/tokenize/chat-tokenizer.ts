@@ -4,6 +4,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Template } from "@huggingface/jinja";
 import { getLlama, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
+// The same reading of the GGUF tokenizer metadata as the inference engine's.
+import { chatTemplateOf, vocabTokens } from "../../../inference/engine/llama/model-info.js";
 import { TrainingInputError } from "../api.js";
 import { flattenTextParts, parseToolArguments, templateWantsParsedArguments } from "./messages.js";
 
@@ -42,7 +44,7 @@ export class ChatTokenizer {
     } catch (error) {
       throw new TrainingInputError(`the chat template does not parse: ${messageOf(error)}`);
     }
-    this.vocabSize = vocabTokens(model).length;
+    this.vocabSize = vocabTokensOf(model).length;
     const eos = model.tokens.eos ?? model.tokens.eot;
     if (eos === null) throw new TrainingInputError("the base model's tokenizer has no end-of-sequence token");
     this.eosToken = eos;
@@ -113,7 +115,7 @@ export class ChatTokenizer {
     this.textToId ??= this.decodedVocabulary();
     const decoded = this.textToId.get(text);
     if (decoded !== undefined) return decoded;
-    const raw = vocabTokens(this.model).indexOf(text);
+    const raw = vocabTokensOf(this.model).indexOf(text);
     return raw >= 0 ? raw : null;
   }
 
@@ -131,13 +133,8 @@ export class ChatTokenizer {
   }
 }
 
-function chatTemplateOf(model: LlamaModel): string | null {
-  const template = (model.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer?.chat_template;
-  return typeof template === "string" && template.length > 0 ? template : null;
-}
-
-function vocabTokens(model: LlamaModel): readonly string[] {
-  const tokens = (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens;
+function vocabTokensOf(model: LlamaModel): readonly string[] {
+  const tokens = vocabTokens(model);
   if (!tokens) throw new TrainingInputError("the base model file has no tokenizer.ggml.tokens");
   return tokens;
 }
