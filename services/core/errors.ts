@@ -4,7 +4,9 @@
 import { create, fromJson, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerClosedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError } from "mongodb";
 import { ValidationErrorSchema } from "../../gen/srl/v1/errors_pb.js";
+import { clipJson, clipText, MESSAGE_CHARS } from "./clip.js";
 
 export type ErrorKind =
   | "validation"
@@ -46,8 +48,11 @@ export class ApiError extends Error {
   }
 }
 
-export const validationError = (violations: Violation[]) =>
-  new ApiError("validation", violations.map((v) => `${v.loc.join(".")}: ${v.msg}`).join("; "), violations);
+export const validationError = (violations: Violation[]) => {
+  const named = violations.slice(0, 10).map((v) => `${v.loc.map((part) => clipText(String(part), 64)).join(".")}: ${v.msg}`);
+  const more = violations.length > named.length ? `; and ${violations.length - named.length} more` : "";
+  return new ApiError("validation", named.join("; ") + more, violations);
+};
 export const badRequest = (message: string) => new ApiError("bad_request", message);
 export const notFound = (message: string) => new ApiError("not_found", message);
 export const conflict = (message: string) => new ApiError("conflict", message);
@@ -71,27 +76,65 @@ const codeOfKind: Record<ErrorKind, Code> = {
   internal: Code.Internal,
 };
 
-/** Any thrown value as a ConnectError; validation violations travel as a srl.v1.ValidationError detail. */
+/** Violations listed in one error (its message counts them all). */
+export const MAX_VIOLATIONS = 100;
+
+/**
+ * Any thrown value as a ConnectError; validation violations travel as a srl.v1.ValidationError
+ * detail. What the error echoes of the request is clipped here (core/clip.ts), for every protocol.
+ */
 export function toConnectError(error: unknown): ConnectError {
   if (error instanceof ConnectError) return error;
   if (error instanceof ApiError) {
     const details: { desc: DescMessage; value: MessageShape<DescMessage> }[] = [];
-    if (error.violations.length > 0) {
+    const listed = error.violations.slice(0, MAX_VIOLATIONS);
+    if (listed.length > 0) {
       details.push({
         desc: ValidationErrorSchema,
         value: create(ValidationErrorSchema, {
-          detail: error.violations.map((v) => ({
-            loc: fromJson(ListValueSchema, v.loc),
-            msg: v.msg,
+          detail: listed.map((v) => ({
+            loc: fromJson(ListValueSchema, v.loc.map((part) => (typeof part === "string" ? clipText(part) : part))),
+            msg: clipText(v.msg, MESSAGE_CHARS),
             type: v.type,
-            ...(v.input !== undefined ? { input: fromJson(ValueSchema, v.input) } : {}),
-            ...(v.ctx !== undefined ? { ctx: v.ctx } : {}),
+            ...(v.input !== undefined ? { input: fromJson(ValueSchema, clipJson(v.input)) } : {}),
+            ...(v.ctx !== undefined ? { ctx: clipJson(v.ctx) as JsonObject } : {}),
           })),
         }),
       });
     }
     if (error.body) details.push({ desc: error.body.schema, value: error.body.message });
-    return new ConnectError(error.message, codeOfKind[error.kind], undefined, details, error);
+    return new ConnectError(clipText(error.message, MESSAGE_CHARS), codeOfKind[error.kind], undefined, details, error);
+  }
+  if (isDatabaseUnavailable(error)) {
+    return new ConnectError(`the database is unavailable, try again shortly (${clipText(error.message, 200)})`, Code.Unavailable, undefined, undefined, error);
   }
   return ConnectError.from(error, Code.Internal);
+}
+
+// Server errors of a replica set changing primary or shutting down (MongoDB's error codes).
+const TRANSIENT_SERVER_CODES = new Set([
+  91, // ShutdownInProgress
+  189, // PrimarySteppedDown
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+
+/**
+ * The database did not answer, or is between primaries: the request may succeed when retried
+ * (503 with Retry-After), as opposed to an error in the request or in this service.
+ */
+export function isDatabaseUnavailable(error: unknown): error is MongoError {
+  if (!(error instanceof MongoError)) return false;
+  return (
+    error instanceof MongoNetworkError || // includes timeouts and a pool cleared by a failed connection
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoOperationTimeoutError ||
+    error instanceof MongoTopologyClosedError ||
+    error instanceof MongoNotConnectedError ||
+    error instanceof MongoServerClosedError ||
+    (error instanceof MongoServerError && TRANSIENT_SERVER_CODES.has(Number(error.code)))
+  );
 }

@@ -5,6 +5,7 @@ import { stat } from "node:fs/promises";
 import { extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import { decodeSegment, requestTarget } from "./request-target.js";
 
 type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type Request = Parameters<NodeHandler>[0];
@@ -24,9 +25,12 @@ const TYPES: Record<string, string> = {
 /** Serves the request if it is a console page or asset; false when it is not the console's. */
 export async function serveConsole(req: Request, res: Response): Promise<boolean> {
   const method = req.method ?? "GET";
-  const path = new URL(req.url ?? "/", "http://localhost").pathname;
-  if ((method !== "GET" && method !== "HEAD") || path.startsWith("/v1/") || path === "/v1") return false;
-  const wanted = normalize(join(DIST, decodeURIComponent(path)));
+  const path = requestTarget(req.url)?.pathname;
+  if (path === undefined || (method !== "GET" && method !== "HEAD") || path.startsWith("/v1/") || path === "/v1") return false;
+  // A malformed escape names no file: left to the API's 404.
+  const decoded = decodeSegment(path);
+  if (decoded === null || decoded.includes("\0")) return false;
+  const wanted = normalize(join(DIST, decoded));
   if (!wanted.startsWith(DIST.endsWith(sep) ? DIST : DIST + sep)) return false;
   const file = (await isFile(wanted)) ? wanted : extname(path) === "" ? join(DIST, "index.html") : null;
   if (!file || !(await isFile(file))) return false;
@@ -37,7 +41,12 @@ export async function serveConsole(req: Request, res: Response): Promise<boolean
     "x-content-type-options": "nosniff",
   });
   if (method === "HEAD") res.end();
-  else createReadStream(file).pipe(res as NodeJS.WritableStream);
+  else {
+    const stream = createReadStream(file);
+    // A file removed between stat and read (a rebuild of the console) ends the response early.
+    stream.once("error", () => res.destroy());
+    stream.pipe(res as NodeJS.WritableStream);
+  }
   return true;
 }
 

@@ -6,6 +6,15 @@ import { startApp } from "./app.js";
 const config = loadConfig();
 const log = createLogger({ level: config.logLevel });
 
+// Last resort: every request path has its own error boundary (http-boundary.ts), so these mean a
+// bug. A rejected promise nobody awaited is logged and the service carries on; an exception thrown
+// out of a callback may have left state half-changed, so the process ends after logging it.
+process.on("unhandledRejection", (reason: unknown) => log.error("unhandled rejection", { error: reason }));
+process.on("uncaughtException", (error: Error) => {
+  log.error("uncaught exception", { error });
+  process.exit(1);
+});
+
 try {
   const app = await startApp(config, log);
   let stopping = false;

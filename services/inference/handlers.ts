@@ -6,6 +6,7 @@ import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { principalOf } from "../gateway/auth/authenticate.js";
 import { defineHandlers, sentJson } from "../gateway/pipeline.js";
+import { clipText } from "../core/clip.js";
 import { badRequest } from "../core/errors.js";
 import type { EngineClient } from "./engine/client.js";
 import { buildCompletion, streamChunks, type CompletionOptions } from "./completion-builder.js";
@@ -19,7 +20,8 @@ export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelR
     if (!request.model) throw badRequest("model is required");
     const target = await deps.resolver.resolve(principalOf(context).entity, request.model);
     const structured = structuredOutput(request);
-    if (structured.fallback) context.responseHeader.set("srl-structured-output-fallback", structured.fallback);
+    // A header value holds printable ASCII only (the reason may quote the client's schema).
+    if (structured.fallback) context.responseHeader.set("srl-structured-output-fallback", clipText(structured.fallback.replace(/[^\x20-\x7e]/g, "?"), 1024));
     const sent = sentJson(context, ChatCompletionRequestSchema, request);
     const tools = planTools(request.toolChoice ? toJson(ValueSchema, request.toolChoice) : undefined, request.tools.length > 0 ? ((sent.tools ?? []) as JsonObject[]) : null, request.parallelToolCalls ?? true);
     if (tools.grammar !== null && structured.grammar !== null) throw badRequest(`tool_choice: a forced tool call cannot be combined with structured outputs (response_format / structured_outputs)`);

@@ -35,6 +35,7 @@ const openaiType: Record<number, string> = {
   403: "PermissionDeniedError",
   404: "NotFoundError",
   409: "ConflictError",
+  413: "RequestTooLargeError",
   429: "RateLimitError",
   501: "NotImplementedError",
   503: "ServiceUnavailableError",
@@ -52,10 +53,14 @@ export function restError(error: ConnectError, options: { output?: DescMessage; 
   const [report] = options.output ? error.findDetails(options.output) : [];
   if (options.output && report) return { status, body: encodeMessage(options.output, report), headers };
   const message = status === 500 ? "Internal Server Error" : error.rawMessage;
-  const body: JsonObject = options.openai
+  return { status, body: messageBody(status, message, options.openai), headers };
+}
+
+/** The body of an error that is only a message, in the route's shape. */
+export function messageBody(status: number, message: string, openai: boolean): JsonObject {
+  return openai
     ? { error: { message, type: openaiType[status] ?? "InternalServerError", param: null, code: status } }
     : { detail: message };
-  return { status, body, headers };
 }
 
 function violationJson(violation: FieldViolation): JsonObject {

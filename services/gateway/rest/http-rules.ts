@@ -2,6 +2,9 @@
 import { getOption, hasOption, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
+import { badRequest } from "../../core/errors.js";
+import { clipText } from "../../core/clip.js";
+import { decodeSegment } from "../request-target.js";
 
 export interface RestRoute {
   service: DescService;
@@ -52,7 +55,10 @@ function compile(service: DescService, method: DescMethod, binding: HttpRule, pr
   };
 }
 
-/** Routes matching a path, with their path parameters; several when methods share a rule (streaming twins). */
+/**
+ * Routes matching a path, with their path parameters; several when methods share a rule (streaming
+ * twins). A parameter with a malformed percent-encoding is a 400.
+ */
 export function matchRoutes(routes: RestRoute[], verb: string, path: string): { route: RestRoute; params: Record<string, string> }[] {
   const found: { route: RestRoute; params: Record<string, string> }[] = [];
   for (const route of routes) {
@@ -61,7 +67,10 @@ export function matchRoutes(routes: RestRoute[], verb: string, path: string): { 
     if (!match) continue;
     const params: Record<string, string> = {};
     route.pathParams.forEach((name, index) => {
-      params[name] = decodeURIComponent(match[index + 1] ?? "");
+      const raw = match[index + 1] ?? "";
+      const decoded = decodeSegment(raw);
+      if (decoded === null) throw badRequest(`the path parameter ${name} has a malformed percent-encoding: ${clipText(raw, 64)}`);
+      params[name] = decoded;
     });
     found.push({ route, params });
   }

@@ -200,13 +200,18 @@ function decodeBool(value: LosslessJson, loc: Loc, violations: Violation[]): boo
 }
 
 function toNumber(value: LosslessJson, loc: Loc, violations: Violation[]): number | undefined {
-  if (typeof value === "number") return value;
-  if (typeof value === "bigint") return Number(value);
+  const finite = (number: number) => {
+    if (Number.isFinite(number)) return number;
+    violations.push({ type: "finite_number", loc, msg: "Input should be a finite number", input: String(plain(value)) });
+    return undefined;
+  };
+  if (typeof value === "number") return finite(value);
+  if (typeof value === "bigint") return finite(Number(value));
   if (typeof value === "boolean") return value ? 1 : 0;
   if (typeof value === "string") {
     const trimmed = value.trim();
     const number = trimmed === "" ? NaN : Number(trimmed);
-    if (!Number.isNaN(number)) return number;
+    if (!Number.isNaN(number)) return finite(number);
     violations.push({ type: "float_parsing", loc, msg: "Input should be a valid number, unable to parse string as a number", input: value });
     return undefined;
   }

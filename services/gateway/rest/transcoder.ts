@@ -4,6 +4,7 @@
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { clipText } from "../../core/clip.js";
 import { toConnectError, validationError, type Violation } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
 import type { ApiKeys } from "../auth/api-keys.js";
@@ -12,11 +13,12 @@ import { rawBodyKey, restValidatedKey, type Endpoint } from "../pipeline.js";
 import { restRule } from "../validation/rules.js";
 import { decodeFields, plain } from "./json-decode.js";
 import { encodeMessage } from "./json-encode.js";
-import { JsonSyntaxError, parseJsonLossless, type LosslessJson } from "./json-parse.js";
+import { JsonSyntaxError, parseJsonLossless, type LosslessJson, type ParsedJson } from "./json-parse.js";
 import { allowedVerbs, matchRoutes, restRoutes, type RestRoute } from "./http-rules.js";
-import { restError } from "./error-response.js";
+import { messageBody, restError } from "./error-response.js";
 import { multipartBoundary, parseMultipart, type MultipartForm } from "./multipart.js";
 import { BodyTooLarge, readBody } from "./read-body.js";
+import { requestTarget } from "../request-target.js";
 
 type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type Request = Parameters<NodeHandler>[0];
@@ -36,70 +38,60 @@ export function createTranscoder(options: TranscoderOptions) {
 
   return async function handleRest(req: Request, res: Response): Promise<void> {
     const started = performance.now();
-    const url = new URL(req.url ?? "/", "http://localhost");
     const verb = (req.method ?? "GET").toUpperCase();
+    // The boundary in front (http-boundary.ts) has refused targets that are not a path.
+    const target = requestTarget(req.url) ?? { pathname: "/", query: new URLSearchParams() };
     let route: RestRoute | undefined;
+    let openai = false;
     let status = 500;
     try {
-      const candidates = matchRoutes(routes, verb, url.pathname);
+      const candidates = matchRoutes(routes, verb, target.pathname);
       const first = candidates[0];
       if (!first) {
-        const allowed = allowedVerbs(routes, url.pathname);
+        const allowed = allowedVerbs(routes, target.pathname);
         status = allowed.length > 0 ? 405 : 404;
         writeJson(res, status, { detail: status === 405 ? "Method Not Allowed" : "Not Found" }, allowed.length > 0 ? { allow: allowed.join(", ") } : {});
         return;
       }
       route = first.route;
-      const openai = restRule(first.route.method)?.openaiErrors ?? false;
-      try {
-        const values = createContextValues();
-        if (!(restRule(first.route.method)?.public ?? false)) {
-          values.set(principalKey, await authenticate(options.keys, header(req, "authorization")));
-        }
-        const raw = first.route.body === "" ? undefined : await readBody(req, options.bodyLimitBytes);
-        const body = raw === undefined || rawBodyField(first.route) ? undefined : parseBody(raw);
-        const chosen = chooseRoute(candidates, body);
-        route = chosen.route;
-        const endpoint = endpointOf.get(chosen.route.method);
-        if (!endpoint) throw new Error(`no endpoint for ${chosen.route.method.name}`);
-        const form = raw !== undefined && rawBodyField(chosen.route) ? multipartForm(chosen.route, header(req, "content-type"), raw) : undefined;
-        const request = decodeRequest(chosen.route, chosen.params, url.searchParams, body, raw, form);
-        values.set(restValidatedKey, true);
-        if (isObject(body)) values.set(rawBodyKey, plain(body) as JsonObject);
-        const abort = new AbortController();
-        res.on("close", () => abort.abort(new ConnectError("client closed the connection", 1)));
-        const context = createHandlerContext({
-          service: chosen.route.service,
-          method: chosen.route.method,
-          protocolName: "rest",
-          requestMethod: verb,
-          url: url.toString(),
-          requestSignal: abort.signal,
-          shutdownSignal: options.shutdownSignal,
-          requestHeader: headersOf(req),
-          contextValues: values,
-        });
-        if (endpoint.stream && restRule(chosen.route.method)?.rawResponse) status = await streamRaw(res, endpoint, request, context);
-        else if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, openai);
-        else status = await respondUnary(res, endpoint, chosen.route, request, context);
-      } catch (error) {
-        if (error instanceof BodyTooLarge) {
-          status = 413;
-          writeJson(res, 413, { detail: error.message }, { connection: "close" });
-          return;
-        }
-        const connectError = toConnectError(error);
-        const mapped = restError(connectError, { output: route?.method.output, openai });
-        status = mapped.status;
-        if (status >= 500) options.log.error("request failed", { path: url.pathname, error: connectError.cause ?? connectError });
-        if (!res.headersSent) writeJson(res, mapped.status, mapped.body, mapped.headers);
-        else res.end();
+      openai = restRule(first.route.method)?.openaiErrors ?? false;
+      const values = createContextValues();
+      if (!(restRule(first.route.method)?.public ?? false)) {
+        values.set(principalKey, await authenticate(options.keys, header(req, "authorization")));
       }
+      const raw = first.route.body === "" ? undefined : await readBody(req, options.bodyLimitBytes);
+      const body = raw === undefined || rawBodyField(first.route) ? undefined : parseBody(raw);
+      const chosen = chooseRoute(candidates, body);
+      route = chosen.route;
+      const endpoint = endpointOf.get(chosen.route.method);
+      if (!endpoint) throw new Error(`no endpoint for ${chosen.route.method.name}`);
+      const form = raw !== undefined && rawBodyField(chosen.route) ? multipartForm(chosen.route, header(req, "content-type"), raw) : undefined;
+      const request = decodeRequest(chosen.route, chosen.params, target.query, body, raw, form);
+      values.set(restValidatedKey, true);
+      if (isObject(body)) values.set(rawBodyKey, plain(body) as JsonObject);
+      const abort = new AbortController();
+      res.on("close", () => abort.abort(new ConnectError("client closed the connection", 1)));
+      const context = createHandlerContext({
+        service: chosen.route.service,
+        method: chosen.route.method,
+        protocolName: "rest",
+        requestMethod: verb,
+        url: `http://localhost${req.url ?? "/"}`,
+        requestSignal: abort.signal,
+        shutdownSignal: options.shutdownSignal,
+        requestHeader: headersOf(req),
+        contextValues: values,
+      });
+      if (endpoint.stream && restRule(chosen.route.method)?.rawResponse) status = await streamRaw(res, endpoint, request, context);
+      else if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, openai);
+      else status = await respondUnary(res, endpoint, chosen.route, request, context);
+    } catch (error) {
+      status = writeError(res, error, { output: route?.method.output, openai, log: options.log, path: target.pathname });
     } finally {
       options.log.info("request", {
         protocol: "rest",
         verb,
-        path: url.pathname,
+        path: clipText(target.pathname, 200),
         rpc: route ? `${route.service.typeName}/${route.method.name}` : undefined,
         status,
         duration_ms: Math.round((performance.now() - started) * 10) / 10,
@@ -108,16 +100,36 @@ export function createTranscoder(options: TranscoderOptions) {
   };
 }
 
+/** Answers a failed request (or cuts a response already under way); the status it answered. */
+function writeError(res: Response, error: unknown, where: { output?: DescMessage; openai: boolean; log: Logger; path: string }): number {
+  if (error instanceof BodyTooLarge) {
+    if (!res.headersSent) writeJson(res, 413, messageBody(413, error.message, where.openai), { connection: "close" });
+    return 413;
+  }
+  const connectError = toConnectError(error);
+  const mapped = restError(connectError, { output: where.output, openai: where.openai });
+  if (mapped.status >= 500) where.log.error("request failed", { path: clipText(where.path, 200), code: connectError.code, error: connectError.cause ?? connectError });
+  if (!res.headersSent) writeJson(res, mapped.status, mapped.body, mapped.headers);
+  else res.destroy();
+  return mapped.status;
+}
+
 function parseBody(raw: Buffer): LosslessJson | undefined {
   const text = raw.toString("utf8");
   if (text.trim() === "") return undefined;
+  let parsed: ParsedJson;
   try {
-    return parseJsonLossless(text);
+    parsed = parseJsonLossless(text);
   } catch (error) {
     const position = error instanceof JsonSyntaxError ? error.position : 0;
     const reason = error instanceof JsonSyntaxError ? error.message : "Expecting value";
     throw validationError([{ type: "json_invalid", loc: ["body", position], msg: "JSON decode error", input: {}, ctx: { error: reason } }]);
   }
+  if (parsed.nonFinite.length > 0) {
+    // 1e309 and the like: no double holds them (JSON.parse gives Infinity), so no field can take them.
+    throw validationError(parsed.nonFinite.map(({ path, value }) => ({ type: "finite_number", loc: ["body", ...path], msg: "Input should be a finite number", input: String(value) })));
+  }
+  return parsed.value;
 }
 
 /** Streaming twins share a rule; the body flag they name (e.g. `stream: true`) picks them. */
@@ -217,7 +229,7 @@ async function streamEvents(res: Response, endpoint: Endpoint, request: Message,
   res.writeHead(200, { ...headersToRecord(context.responseHeader), "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" });
   try {
     while (!next.done) {
-      res.write(`data: ${JSON.stringify(encodeMessage(output, create(output, next.value)))}\n\n`);
+      await written(res, `data: ${JSON.stringify(encodeMessage(output, create(output, next.value)))}\n\n`);
       if (context.signal.aborted) break;
       next = await iterator.next();
     }
@@ -243,23 +255,17 @@ async function streamRaw(res: Response, endpoint: Endpoint, request: Message, co
   const iterator = stream(request, context)[Symbol.asyncIterator]();
   let next = await iterator.next();
   const first = next.done ? undefined : (next.value as { contentType?: string; filename?: string; size?: bigint });
-  const filename = (first?.filename ?? "download").replace(/["\\\r\n]/g, "_");
+  const filename = first?.filename || "download";
   res.writeHead(200, {
     ...headersToRecord(context.responseHeader),
     "content-type": first?.contentType || "application/octet-stream",
     ...(first?.size !== undefined ? { "content-length": String(first.size) } : {}),
-    "content-disposition": `attachment; filename="${filename}"`,
+    "content-disposition": contentDisposition(filename),
   });
   try {
     while (!next.done) {
       const data = (next.value as { data?: Uint8Array }).data;
-      // Back-pressure: wait for the socket to take the last chunk (or for the client to leave).
-      if (data && data.byteLength > 0 && !res.write(data)) {
-        await new Promise((resolve) => {
-          res.once("drain", resolve);
-          res.once("close", resolve);
-        });
-      }
+      if (data && data.byteLength > 0) await written(res, data);
       if (context.signal.aborted) break;
       next = await iterator.next();
     }
@@ -270,6 +276,30 @@ async function streamRaw(res: Response, endpoint: Endpoint, request: Message, co
     await iterator.return?.();
   }
   return 200;
+}
+
+/**
+ * Writes a chunk and waits until the connection has taken it (or is gone): a client that reads
+ * slowly holds the stream back instead of piling it up in memory, and one that stops reading is
+ * cut off by the listener's stall timeout.
+ */
+async function written(res: Response, chunk: string | Uint8Array): Promise<void> {
+  if (res.write(chunk) || res.destroyed) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/** An attachment header for any file name: an ASCII stand-in, and the name itself as RFC 6266 allows. */
+function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return ascii === filename ? `attachment; filename="${ascii}"` : `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
 }
 
 function writeJson(res: Response, status: number, body: JsonValue, headers: Record<string, string> = {}): void {
