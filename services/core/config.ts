@@ -10,7 +10,21 @@ export interface Config {
   /** Unset: start the embedded database under dataDir. */
   mongodbUri: string | undefined;
   mongodbDb: string;
+  /** Which embedded database to start: "auto" (the data directory's kind, else mongod, else FerretDB). */
+  embeddedDatabase: "auto" | "mongod" | "ferretdb";
+  /** First wait before the supervisor restarts an embedded database that exited (doubling up to 30 s). */
+  databaseRestartDelayMs: number;
   bodyLimitBytes: number;
+  /** A new connection's first bytes and an HTTP/1.1 request's headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** A whole HTTP/1.1 request (headers and body) must arrive within this. */
+  requestTimeoutMs: number;
+  /** Idle keep-alive connections and HTTP/2 sessions without streams are closed after this. */
+  idleTimeoutMs: number;
+  /** A response the client takes nothing of for this long is cut. */
+  stallTimeoutMs: number;
+  /** Every database operation (with its retries) fails after this: the request answers 503. */
+  databaseTimeoutMs: number;
   logLevel: LogLevel;
   /** Extra base models offered by this deployment (names, GGUF paths or hf: references). */
   baseModels: string[];
@@ -49,7 +63,14 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "DATA_DIR", default: "./data", meaning: "embedded database files, models, logs" },
   { name: "MONGODB_URI", default: "(unset)", meaning: "use this MongoDB instead of the embedded database" },
   { name: "MONGODB_DB", default: "srl", meaning: "database name" },
+  { name: "EMBEDDED_DATABASE", default: "auto", meaning: "auto (the kind already in DATA_DIR, else mongod if one can be had, else FerretDB), mongod or ferretdb" },
+  { name: "DATABASE_RESTART_DELAY_MS", default: "500", meaning: "first wait before a crashed embedded database is restarted (doubling up to 30 s while it keeps failing)" },
   { name: "BODY_LIMIT_BYTES", default: "67108864", meaning: "largest request body accepted (64 MiB)" },
+  { name: "HEADERS_TIMEOUT_MS", default: "20000", meaning: "a new connection's first bytes, and an HTTP/1.1 request's headers, must arrive within this" },
+  { name: "REQUEST_TIMEOUT_MS", default: "300000", meaning: "a whole HTTP/1.1 request (headers and body) must arrive within this" },
+  { name: "IDLE_TIMEOUT_MS", default: "65000", meaning: "idle keep-alive connections, and HTTP/2 sessions with no open stream, are closed after this" },
+  { name: "STALL_TIMEOUT_MS", default: "30000", meaning: "a response (a stream above all) whose client takes nothing of it for this long is cut" },
+  { name: "DATABASE_TIMEOUT_MS", default: "2000", meaning: "each database operation, retries included, fails after this (the request answers 503 with Retry-After)" },
   { name: "LOG_LEVEL", default: "info", meaning: "debug, info, warn or error" },
   { name: "BASE_MODELS", default: "(empty)", meaning: "comma-separated extra base models" },
   { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
@@ -75,7 +96,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: resolve(env.DATA_DIR || "./data"),
     mongodbUri: env.MONGODB_URI || undefined,
     mongodbDb: env.MONGODB_DB || "srl",
+    embeddedDatabase: choiceVar(env, "EMBEDDED_DATABASE", ["auto", "mongod", "ferretdb"] as const, "auto"),
+    databaseRestartDelayMs: intVar(env, "DATABASE_RESTART_DELAY_MS", 500, 10, 600_000),
     bodyLimitBytes: intVar(env, "BODY_LIMIT_BYTES", 64 * 1024 * 1024, 1024, 2 ** 31 - 1),
+    headersTimeoutMs: intVar(env, "HEADERS_TIMEOUT_MS", 20_000, 100, 3_600_000),
+    requestTimeoutMs: intVar(env, "REQUEST_TIMEOUT_MS", 300_000, 1_000, 86_400_000),
+    idleTimeoutMs: intVar(env, "IDLE_TIMEOUT_MS", 65_000, 100, 86_400_000),
+    stallTimeoutMs: intVar(env, "STALL_TIMEOUT_MS", 30_000, 100, 86_400_000),
+    databaseTimeoutMs: intVar(env, "DATABASE_TIMEOUT_MS", 2_000, 100, 600_000),
     logLevel: levelVar(env.LOG_LEVEL),
     baseModels: list(env.BASE_MODELS),
     shutdownGraceMs: intVar(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
@@ -97,6 +125,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 function list(raw: string | undefined): string[] {
   return (raw ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+}
+
+function choiceVar<T extends string>(env: NodeJS.ProcessEnv, name: string, choices: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const chosen = choices.find((choice) => choice === raw);
+  if (chosen === undefined) throw new Error(`${name}=${raw} is not one of ${choices.join(", ")}`);
+  return chosen;
 }
 
 function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

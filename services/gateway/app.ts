@@ -5,6 +5,7 @@ import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "../store/launcher.js";
+import { databaseHealth } from "../store/health.js";
 import { connectDatabase, publishDatabaseUri } from "../store/mongo.js";
 import { eventsHandlers } from "../events/handlers.js";
 import { inferenceHandlers } from "../inference/handlers.js";
@@ -19,6 +20,7 @@ import { buildEndpoints, registerEndpoints } from "./pipeline.js";
 import { registerReflection } from "./reflection.js";
 import { createTranscoder } from "./rest/transcoder.js";
 import { serveConsole } from "./console-files.js";
+import { answerFailure, guardRequests } from "./http-boundary.js";
 
 export interface App {
   port: number;
@@ -30,9 +32,14 @@ export interface App {
 export async function startApp(config: Config, log: Logger): Promise<App> {
   const embedded: EmbeddedDatabase | undefined = config.mongodbUri
     ? undefined
-    : await startEmbeddedDatabase({ dataDir: config.dataDir, log: (level, msg, fields) => log[level](msg, { component: "database", ...fields }) });
+    : await startEmbeddedDatabase({
+        dataDir: config.dataDir,
+        prefer: config.embeddedDatabase,
+        restartDelayMs: config.databaseRestartDelayMs,
+        log: (level, msg, fields) => log[level](msg, { component: "database", ...fields }),
+      });
   const databaseUri = config.mongodbUri ?? (embedded as EmbeddedDatabase).uri;
-  const database = await connectDatabase(databaseUri, config.mongodbDb);
+  const database = await connectDatabase(databaseUri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
   if (database.serialized) log.info("database is FerretDB: one connection, operations in series (its concurrent updates are not atomic)", { component: "database" });
   const services = await buildServices(database.db, config, log);
   const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker } = services;
@@ -57,7 +64,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
 
   const handlers = [
     inferenceHandlers({ engine, resolver }),
-    modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs }),
+    modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, databaseHealth: () => databaseHealth(database, embedded) }),
     trainingHandlers({ artifacts, checkpoints, jobs, events, registry, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
     eventsHandlers({ events, jobs }),
   ];
@@ -72,9 +79,17 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     readMaxBytes: config.bodyLimitBytes,
     shutdownSignal: shutdown.signal,
     interceptors: [rpcLog(log)],
-    fallback: (req, res) => void serveConsole(req, res).then((served) => (served ? undefined : transcoder(req, res))),
+    fallback: (req, res) =>
+      void serveConsole(req, res)
+        .then((served) => (served ? undefined : transcoder(req, res)))
+        .catch((error: unknown) => answerFailure(res, error, log)),
   });
-  const listener = await listen(handler, config.host, config.port);
+  const listener = await listen(guardRequests(handler, log), config.host, config.port, {
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: Math.max(config.requestTimeoutMs, config.headersTimeoutMs),
+    idleTimeoutMs: config.idleTimeoutMs,
+    stallTimeoutMs: config.stallTimeoutMs,
+  });
   if (config.trainingWorker) worker.start();
   log.info("listening", {
     url: `http://${config.host}:${listener.port}`,
