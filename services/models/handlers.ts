@@ -4,6 +4,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { LogTrajectoriesRequestSchema, Models, type Checkpoint, type Model, type RunMetric } from "../../gen/srl/v1/models_pb.js";
 import { SystemCheckResponseSchema, type CheckResult } from "../../gen/srl/v1/system_pb.js";
 import { ApiError, badRequest, unavailable } from "../core/errors.js";
+import type { DatabaseHealth } from "../store/health.js";
 import type { Database } from "../store/mongo.js";
 import { listEnvelope } from "../store/pagination.js";
 import { principalOf } from "../gateway/auth/authenticate.js";
@@ -26,6 +27,8 @@ export interface ModelsDeps {
   trajectoryLog: TrajectoryLog;
   deletion: ModelDeletion;
   jobs: TrainingJobs;
+  /** The database's state as last seen (no round trip): /v1/health reports it. */
+  databaseHealth: () => DatabaseHealth;
 }
 
 export function modelsHandlers(deps: ModelsDeps) {
@@ -109,7 +112,13 @@ export function modelsHandlers(deps: ModelsDeps) {
 
     listBaseModels: () => ({ models: deps.catalog.names() }),
 
-    health: () => ({ status: "ok" }),
+    health: () => {
+      const database = deps.databaseHealth();
+      return {
+        status: database.status === "ok" ? "ok" : "degraded",
+        database: { ...database, since: database.since.toISOString() },
+      };
+    },
 
     getCurrentEntity: (_request, context) => {
       const principal = principalOf(context);

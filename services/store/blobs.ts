@@ -1,6 +1,13 @@
 // Large payloads (adapters, trajectory batches, uploaded data) live in GridFS, tagged with the
 // model they belong to so that deleting a model can find every one of them.
-import { GridFSBucket, type Db, type ObjectId } from "mongodb";
+//
+// Time bounds: every database operation has the client's timeout (DATABASE_TIMEOUT_MS), but a
+// GridFS stream is many operations: an upload gets that bound plus time for its size, and a read
+// is bounded per batch of chunks, so a download that a slow client takes minutes to read works.
+import { Binary, CursorTimeoutMode, GridFSBucket, type Db, type GridFSFile, type ObjectId } from "mongodb";
+
+/** Bytes per second an upload is given at least (the embedded FerretDB writes about 30 MB/s). */
+const UPLOAD_BYTES_PER_SECOND = 4 * 2 ** 20;
 
 export interface BlobMetadata {
   model_id?: string;
@@ -22,7 +29,8 @@ export class Blobs {
   }
 
   async put(filename: string, data: Uint8Array, metadata: BlobMetadata): Promise<ObjectId> {
-    const upload = this.bucket.openUploadStream(filename, { metadata });
+    const timeoutMS = (this.db.timeoutMS ?? 10_000) + Math.ceil((data.byteLength / UPLOAD_BYTES_PER_SECOND) * 1000);
+    const upload = this.bucket.openUploadStream(filename, { metadata, timeoutMS });
     await new Promise<void>((resolve, reject) => {
       upload.once("finish", () => resolve());
       upload.once("error", reject);
@@ -32,8 +40,10 @@ export class Blobs {
   }
 
   async get(id: ObjectId): Promise<Buffer> {
+    const file = await this.bucket.find({ _id: id }).next();
+    if (!file) throw new Error(`blob ${id.toHexString()} not found`);
     const chunks: Buffer[] = [];
-    for await (const chunk of this.bucket.openDownloadStream(id)) chunks.push(chunk as Buffer);
+    for await (const chunk of this.chunksOf(file)) chunks.push(chunk);
     return Buffer.concat(chunks);
   }
 
@@ -41,7 +51,33 @@ export class Blobs {
   async open(id: ObjectId): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
     const file = await this.bucket.find({ _id: id }).next();
     if (!file) return null;
-    return { size: file.length, chunks: this.bucket.openDownloadStream(id) as AsyncIterable<Buffer> };
+    return { size: file.length, chunks: this.chunksOf(file) };
+  }
+
+  /**
+   * A file's chunks in order, each batch read within the operation timeout (not the whole file:
+   * the driver's download stream bounds its whole life by it). Checks what GridFS readers check:
+   * no chunk missing, none too many, the length adding up.
+   */
+  private async *chunksOf(file: GridFSFile): AsyncGenerator<Buffer> {
+    const cursor = this.db
+      .collection<{ files_id: ObjectId; n: number; data: Binary | Uint8Array }>("blobs.chunks")
+      .find({ files_id: file._id }, { sort: { n: 1 }, timeoutMode: CursorTimeoutMode.ITERATION });
+    let expected = 0;
+    let bytes = 0;
+    try {
+      for await (const chunk of cursor) {
+        if (chunk.n !== expected) throw new Error(`blob ${String(file._id)}: chunk ${expected} is missing`);
+        const raw = chunk.data instanceof Binary ? chunk.data.buffer.subarray(0, chunk.data.position) : chunk.data;
+        const data = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+        bytes += data.byteLength;
+        expected++;
+        yield data;
+      }
+    } finally {
+      await cursor.close();
+    }
+    if (bytes !== file.length) throw new Error(`blob ${String(file._id)}: ${bytes} bytes stored of ${file.length}`);
   }
 
   async delete(id: ObjectId): Promise<void> {

@@ -7,6 +7,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { describe, it, expect } from "vitest";
 import { GridFSBucket, MongoClient, MongoServerError } from "mongodb";
+import { findProcess, isRunning } from "../../test/support/processes.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase, type LauncherLog } from "./launcher.js";
 
 // The first run may build FerretDB from source (~75 s on 2 cores).
@@ -54,7 +55,7 @@ describe("startEmbeddedDatabase", () => {
     async () => {
       let port = 0;
       await withDatabase(async (db) => {
-        expect(db.uri).toMatch(/^mongodb:\/\/127\.0\.0\.1:\d+\/$/);
+        expect(db.uri).toMatch(/^mongodb:\/\/127\.0\.0\.1:\d+\/(\?replicaSet=rs0)?$/);
         port = portOf(db.uri);
         const client = await MongoClient.connect(db.uri);
         try {
@@ -114,6 +115,51 @@ describe("startEmbeddedDatabase", () => {
         await Promise.all(dataDirs.map((d) => rm(d, { recursive: true, force: true })));
       }
       for (const db of dbs) expect(await isPortOpen(portOf(db.uri))).toBe(false);
+    },
+    START_TIMEOUT_MS,
+  );
+
+  it(
+    "restarts a database killed with SIGKILL on the same port and data, and stops supervising on stop()",
+    async () => {
+      const dataDir = await mkdtemp(path.join(tmpdir(), "store-launcher-"));
+      const logged: string[] = [];
+      const db = await startEmbeddedDatabase({ dataDir, restartDelayMs: 100, log: (level, msg) => logged.push(`${level} ${msg}`) });
+      try {
+        const program = db.kind === "mongod" ? "mongod" : "ferretdb";
+        const client = new MongoClient(db.uri, { serverSelectionTimeoutMS: 20_000 });
+        try {
+          const items = client.db("launcher_test").collection<{ _id: string; n: number }>("items");
+          await items.insertOne({ _id: "before", n: 1 });
+          const pid = findProcess(program, dataDir);
+          process.kill(pid, "SIGKILL");
+          const deadline = Date.now() + 60_000;
+          while (db.status().restarts < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+          expect(db.status()).toMatchObject({ kind: db.kind, state: "running", restarts: 1 });
+          expect(db.status().lastError).toBeUndefined();
+          expect(isRunning(pid)).toBe(false);
+          expect(findProcess(program, dataDir)).not.toBe(pid);
+          // The same client, the same URI: the driver reconnects by itself.
+          expect(await items.findOne({ _id: "before" })).toEqual({ _id: "before", n: 1 });
+          await items.insertOne({ _id: "after", n: 2 });
+          expect(logged).toContain("error embedded database exited");
+          expect(logged).toContain("info embedded database restarted");
+        } finally {
+          await client.close();
+        }
+        // Killed again and stopped before the (now longer) backoff runs out: nothing is restarted.
+        const pid = findProcess(program, dataDir);
+        process.kill(pid, "SIGKILL");
+        while (db.status().state === "running") await new Promise((r) => setTimeout(r, 20));
+        expect(db.status()).toMatchObject({ state: "restarting", lastError: expect.stringContaining("SIGKILL") });
+        await db.stop();
+        expect(db.status().state).toBe("stopped");
+        await new Promise((r) => setTimeout(r, 500));
+        expect(() => findProcess(program, dataDir)).toThrow();
+      } finally {
+        await db.stop();
+        await rm(dataDir, { recursive: true, force: true });
+      }
     },
     START_TIMEOUT_MS,
   );

@@ -9,15 +9,50 @@ export interface Database {
   db: Db;
   /** True on FerretDB: one connection, operations one at a time (see connectDatabase). */
   serialized: boolean;
+  /** The bound of every operation (DATABASE_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Whether the database answers, as the driver's own monitoring last saw it. */
+  reachability(): Reachability;
   /** Round-trip time of a ping in seconds; throws when the database does not answer. */
   ping(timeoutMs?: number): Promise<number>;
   close(): Promise<void>;
 }
 
-export async function connectDatabase(uri: string, dbName: string): Promise<Database> {
-  const open = async (options: { maxPoolSize?: number }) => {
-    const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "srl", ...options });
-    await client.connect();
+export interface Reachability {
+  reachable: boolean;
+  /** When it last changed (or when the connection was made). */
+  since: Date;
+  /** Why it is not reachable. */
+  error?: string;
+}
+
+export interface ConnectOptions {
+  /**
+   * Every operation, retries included, fails after this (the driver's client-side operation
+   * timeout): a database that stops answering makes requests fail fast with 503s instead of
+   * hanging, and the driver reconnects on its own once it answers again.
+   */
+  timeoutMs?: number;
+  /** How long start-up waits for the database to answer at all. */
+  startupWaitMs?: number;
+}
+
+export async function connectDatabase(uri: string, dbName: string, options: ConnectOptions = {}): Promise<Database> {
+  const timeoutMs = options.timeoutMs ?? 2_000;
+  const open = async (extra: { maxPoolSize?: number }) => {
+    const client = new MongoClient(uri, {
+      appName: "srl",
+      timeoutMS: timeoutMs,
+      // Half: a retry after a pool clear selects a server afresh, and the driver (6.x) gives that
+      // selection its full serverSelectionTimeoutMS rather than what is left of timeoutMS
+      // (measured: 1.1 s in checkout + 2 s of selection = 3.1 s with a 2 s timeoutMS).
+      serverSelectionTimeoutMS: Math.max(Math.floor(timeoutMs / 2), 50),
+      connectTimeoutMS: timeoutMs,
+      // The monitor's view feeds /v1/health; a failed check is repeated within half a second anyway.
+      heartbeatFrequencyMS: 5_000,
+      ...extra,
+    });
+    await connectWithin(client, options.startupWaitMs ?? 30_000);
     return client;
   };
   let client = await open({});
@@ -31,18 +66,50 @@ export async function connectDatabase(uri: string, dbName: string): Promise<Data
     await client.close();
     client = await open({ maxPoolSize: 1 });
   }
+  const reachability = trackReachability(client);
   const db = client.db(dbName);
   return {
     client,
     db,
     serialized,
-    async ping(timeoutMs = 2_000) {
+    timeoutMs,
+    reachability,
+    async ping(pingTimeoutMs = timeoutMs) {
       const started = performance.now();
-      await db.command({ ping: 1 }, { timeoutMS: timeoutMs });
+      await db.command({ ping: 1 }, { timeoutMS: pingTimeoutMs });
       return (performance.now() - started) / 1000;
     },
     close: () => client.close(),
   };
+}
+
+/** Connects, retrying while the database does not answer yet (it may be starting), up to `waitMs`. */
+async function connectWithin(client: MongoClient, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      await client.connect();
+      return;
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+/**
+ * Follows the driver's server monitoring: the database is reachable while the topology has a
+ * server that takes writes (a standalone, FerretDB, a replica set's primary, a mongos).
+ */
+function trackReachability(client: MongoClient): () => Reachability {
+  let state: Reachability = { reachable: true, since: new Date() };
+  client.on("topologyDescriptionChanged", (event) => {
+    const reachable = [...event.newDescription.servers.values()].some((server) => server.isWritable);
+    if (reachable === state.reachable) return;
+    const failure = [...event.newDescription.servers.values()].find((server) => server.error)?.error;
+    state = { reachable, since: new Date(), ...(!reachable ? { error: failure?.message ?? "no server takes writes" } : {}) };
+  });
+  return () => state;
 }
 
 /** A duplicate-key error, as MongoDB (11000) and FerretDB (error 1 for updates) report it. */

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
 import { startEmbeddedDatabase } from "../../services/store/launcher.js";
 import { connectDatabase } from "../../services/store/mongo.js";
+import { TEST_DATABASE_TIMEOUT_MS } from "../support/db-timeout.js";
 import { startServerProcess } from "../support/server-process.js";
 
 const dirs: string[] = [];
@@ -55,7 +56,7 @@ describe("request body limit", () => {
     const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
     const server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "srl_limit", BODY_LIMIT_BYTES: "2048" });
     try {
-      const database2 = await connectDatabase(database.uri, "srl_limit");
+      const database2 = await connectDatabase(database.uri, "srl_limit", { timeoutMs: TEST_DATABASE_TIMEOUT_MS });
       const key = (await new ApiKeys(database2.db).create("limit")).key;
       await database2.close();
       const big = JSON.stringify({ project: "p", name: "x".repeat(4096), base_model: "m" });

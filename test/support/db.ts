@@ -3,9 +3,10 @@
 // delete left behind.
 import { inject } from "vitest";
 import { connectDatabase, type Database } from "../../services/store/mongo.js";
+import { TEST_DATABASE_TIMEOUT_MS } from "./db-timeout.js";
 
 export async function withDatabase<T>(use: (database: Database) => Promise<T>): Promise<T> {
-  const database = await connectDatabase(inject("mongoUri"), inject("mongoDb"));
+  const database = await connectDatabase(inject("mongoUri"), inject("mongoDb"), { timeoutMs: TEST_DATABASE_TIMEOUT_MS });
   try {
     return await use(database);
   } finally {

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../services/store/launcher.js";
 import { connectDatabase, type Database } from "../../services/store/mongo.js";
+import { TEST_DATABASE_TIMEOUT_MS } from "./db-timeout.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
 
 export interface IsolatedServer {
@@ -23,7 +24,7 @@ export async function startIsolatedServer(options: { name: string; entity: strin
   const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
   const dbName = `srl_${options.name}`;
   const server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: dbName, ENGINE_THREADS: "1", ...options.env });
-  const db = await connectDatabase(database.uri, dbName);
+  const db = await connectDatabase(database.uri, dbName, { timeoutMs: TEST_DATABASE_TIMEOUT_MS });
   const key = (await new ApiKeys(db.db).create(options.entity)).key;
   return {
     dataDir,

@@ -2,9 +2,10 @@
 import { inject } from "vitest";
 import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
 import { connectDatabase } from "../../services/store/mongo.js";
+import { TEST_DATABASE_TIMEOUT_MS } from "./db-timeout.js";
 
 export async function createKey(entity: string): Promise<string> {
-  const database = await connectDatabase(inject("mongoUri"), inject("mongoDb"));
+  const database = await connectDatabase(inject("mongoUri"), inject("mongoDb"), { timeoutMs: TEST_DATABASE_TIMEOUT_MS });
   try {
     return (await new ApiKeys(database.db).create(entity)).key;
   } finally {

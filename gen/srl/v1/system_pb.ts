@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/system.proto.
  */
 export const file_srl_v1_system: GenFile = /*@__PURE__*/
-  fileDesc("ChNzcmwvdjEvc3lzdGVtLnByb3RvEgZzcmwudjEiDwoNSGVhbHRoUmVxdWVzdCIgCg5IZWFsdGhSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiFAoSU3lzdGVtQ2hlY2tSZXF1ZXN0IoIBCgtDaGVja1Jlc3VsdBIPCgdzdWNjZXNzGAEgASgIEhAKCGR1cmF0aW9uGAIgASgBEg4KBmVycm9ycxgDIAMoCRITCgZxdWV1ZWQYBCABKAVIAIgBARIUCgdydW5uaW5nGAUgASgFSAGIAQFCCQoHX3F1ZXVlZEIKCghfcnVubmluZyKZAQoTU3lzdGVtQ2hlY2tSZXNwb25zZRILCgNhcGkYASABKAgSJQoIZGF0YWJhc2UYAiABKAsyEy5zcmwudjEuQ2hlY2tSZXN1bHQSJgoJY3B1X3F1ZXVlGAMgASgLMhMuc3JsLnYxLkNoZWNrUmVzdWx0EiYKCWdwdV9xdWV1ZRgEIAEoCzITLnNybC52MS5DaGVja1Jlc3VsdCIXChVMaXN0QmFzZU1vZGVsc1JlcXVlc3QiKAoWTGlzdEJhc2VNb2RlbHNSZXNwb25zZRIOCgZtb2RlbHMYASADKAliBnByb3RvMw");
+  fileDesc("ChNzcmwvdjEvc3lzdGVtLnByb3RvEgZzcmwudjEiDwoNSGVhbHRoUmVxdWVzdCJKCg5IZWFsdGhSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSKAoIZGF0YWJhc2UYAiABKAsyFi5zcmwudjEuRGF0YWJhc2VIZWFsdGgibQoORGF0YWJhc2VIZWFsdGgSDgoGc3RhdHVzGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFc2luY2UYAyABKAkSEAoIcmVzdGFydHMYBCABKAUSEgoFZXJyb3IYBSABKAlIAIgBAUIICgZfZXJyb3IiFAoSU3lzdGVtQ2hlY2tSZXF1ZXN0IoIBCgtDaGVja1Jlc3VsdBIPCgdzdWNjZXNzGAEgASgIEhAKCGR1cmF0aW9uGAIgASgBEg4KBmVycm9ycxgDIAMoCRITCgZxdWV1ZWQYBCABKAVIAIgBARIUCgdydW5uaW5nGAUgASgFSAGIAQFCCQoHX3F1ZXVlZEIKCghfcnVubmluZyKZAQoTU3lzdGVtQ2hlY2tSZXNwb25zZRILCgNhcGkYASABKAgSJQoIZGF0YWJhc2UYAiABKAsyEy5zcmwudjEuQ2hlY2tSZXN1bHQSJgoJY3B1X3F1ZXVlGAMgASgLMhMuc3JsLnYxLkNoZWNrUmVzdWx0EiYKCWdwdV9xdWV1ZRgEIAEoCzITLnNybC52MS5DaGVja1Jlc3VsdCIXChVMaXN0QmFzZU1vZGVsc1JlcXVlc3QiKAoWTGlzdEJhc2VNb2RlbHNSZXNwb25zZRIOCgZtb2RlbHMYASADKAliBnByb3RvMw");
 
 /**
  * Request of Health.
@@ -28,15 +28,25 @@ export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
   messageDesc(file_srl_v1_system, 0);
 
 /**
- * Liveness: answered as soon as the server takes requests.
+ * Liveness: answered (HTTP 200) as long as the process serves requests, also when a dependency is
+ * down: restarting the process would not bring it back. Readiness is SystemCheck (503 on failure).
  *
  * @generated from message srl.v1.HealthResponse
  */
 export type HealthResponse = Message<"srl.v1.HealthResponse"> & {
   /**
+   * "ok", or "degraded" when a dependency is down: calls that need it answer 503 until it is back.
+   *
    * @generated from field: string status = 1;
    */
   status: string;
+
+  /**
+   * The database as the service last saw it.
+   *
+   * @generated from field: srl.v1.DatabaseHealth database = 2;
+   */
+  database?: DatabaseHealth | undefined;
 };
 
 /**
@@ -45,6 +55,56 @@ export type HealthResponse = Message<"srl.v1.HealthResponse"> & {
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
   messageDesc(file_srl_v1_system, 1);
+
+/**
+ * The database's state, from the driver's own monitoring and the embedded database's supervisor.
+ *
+ * @generated from message srl.v1.DatabaseHealth
+ */
+export type DatabaseHealth = Message<"srl.v1.DatabaseHealth"> & {
+  /**
+   * "ok"; "unreachable" (it does not answer); "restarting" (the embedded database exited and its
+   * supervisor is starting it again).
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * "mongod" or "ferretdb" (embedded, started by the service), or "external" (MONGODB_URI).
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * When it entered this status (RFC 3339).
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * Times the embedded database was restarted since the service started.
+   *
+   * @generated from field: int32 restarts = 4;
+   */
+  restarts: number;
+
+  /**
+   * What went wrong, while status is not "ok".
+   *
+   * @generated from field: optional string error = 5;
+   */
+  error?: string | undefined;
+};
+
+/**
+ * Describes the message srl.v1.DatabaseHealth.
+ * Use `create(DatabaseHealthSchema)` to create a new message.
+ */
+export const DatabaseHealthSchema: GenMessage<DatabaseHealth> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 2);
 
 /**
  * Request of SystemCheck.
@@ -59,7 +119,7 @@ export type SystemCheckRequest = Message<"srl.v1.SystemCheckRequest"> & {
  * Use `create(SystemCheckRequestSchema)` to create a new message.
  */
 export const SystemCheckRequestSchema: GenMessage<SystemCheckRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_system, 2);
+  messageDesc(file_srl_v1_system, 3);
 
 /**
  * One dependency check.
@@ -102,7 +162,7 @@ export type CheckResult = Message<"srl.v1.CheckResult"> & {
  * Use `create(CheckResultSchema)` to create a new message.
  */
 export const CheckResultSchema: GenMessage<CheckResult> = /*@__PURE__*/
-  messageDesc(file_srl_v1_system, 3);
+  messageDesc(file_srl_v1_system, 4);
 
 /**
  * Readiness of the API and its dependencies; REST answers 503 with this body when a check fails.
@@ -136,7 +196,7 @@ export type SystemCheckResponse = Message<"srl.v1.SystemCheckResponse"> & {
  * Use `create(SystemCheckResponseSchema)` to create a new message.
  */
 export const SystemCheckResponseSchema: GenMessage<SystemCheckResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_system, 4);
+  messageDesc(file_srl_v1_system, 5);
 
 /**
  * Request of ListBaseModels.
@@ -151,7 +211,7 @@ export type ListBaseModelsRequest = Message<"srl.v1.ListBaseModelsRequest"> & {
  * Use `create(ListBaseModelsRequestSchema)` to create a new message.
  */
 export const ListBaseModelsRequestSchema: GenMessage<ListBaseModelsRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_system, 5);
+  messageDesc(file_srl_v1_system, 6);
 
 /**
  * Base models this deployment can serve and train (REST: a JSON array of names).
@@ -170,5 +230,5 @@ export type ListBaseModelsResponse = Message<"srl.v1.ListBaseModelsResponse"> & 
  * Use `create(ListBaseModelsResponseSchema)` to create a new message.
  */
 export const ListBaseModelsResponseSchema: GenMessage<ListBaseModelsResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_system, 6);
+  messageDesc(file_srl_v1_system, 7);
 

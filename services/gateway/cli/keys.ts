@@ -34,8 +34,8 @@ async function main(argv: string[]): Promise<number> {
   const uri =
     config.mongodbUri ??
     (await runningDatabaseUri(config.dataDir)) ??
-    (embedded = await startEmbeddedDatabase({ dataDir: config.dataDir, log: (level, msg, f) => log[level](msg, f) })).uri;
-  const database = await connectDatabase(uri, config.mongodbDb);
+    (embedded = await startEmbeddedDatabase({ dataDir: config.dataDir, prefer: config.embeddedDatabase, log: (level, msg, f) => log[level](msg, f) })).uri;
+  const database = await connectDatabase(uri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
   try {
     const keys = new ApiKeys(database.db);
     await keys.ensureIndexes();

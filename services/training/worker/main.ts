@@ -12,7 +12,7 @@ if (!uri) {
   log.error("no database: set MONGODB_URI, or start the server first (npm start) so its embedded database is running");
   process.exit(1);
 }
-const database = await connectDatabase(uri, config.mongodbDb);
+const database = await connectDatabase(uri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
 if (database.serialized) log.warn("database is FerretDB: its concurrent updates are atomic only within one process; a worker next to the server can race with it (use MongoDB for several workers)");
 const { worker } = await buildServices(database.db, config, log);
 worker.start();

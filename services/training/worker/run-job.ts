@@ -5,6 +5,7 @@ import { copyFile, mkdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Artifacts } from "../../artifacts/store.js";
+import { isDatabaseUnavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
 import type { EventLog } from "../../events/event-log.js";
 import type { AdapterFiles } from "../../inference/adapter-files.js";
@@ -80,6 +81,12 @@ export async function runJob(deps: WorkerDeps, job: TrainingJobRecord, options: 
       return;
     }
     if (lost.value) return;
+    if (isDatabaseUnavailable(error)) {
+      // Not the job's fault: leave it claimed; once its lease runs out it is tried again (a new
+      // attempt), by this worker or another, when the database answers.
+      log.warn("training job interrupted: the database is unavailable; it will be retried after its lease", { job_id: job._id, error });
+      return;
+    }
     const message = error instanceof Error ? error.message : String(error);
     if (!(error instanceof TrainingInputError)) log.error("training job failed", { job_id: job._id, error });
     if (await jobs.fail(job._id, message, options.workerId)) {
