@@ -1,11 +1,14 @@
 // API keys: Bearer tokens, stored hashed, mapped to an entity; 401 for anything else.
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Models } from "../../gen/srl/v1/models_pb.js";
+import { API_KEY_PATTERN, generateApiKey, type ApiKeyRecord } from "../../services/gateway/auth/api-keys.js";
 import { connectClient, grpcUnary, rest } from "../support/clients.js";
+import { withDatabase } from "../support/db.js";
 import { createKey, uniqueEntity } from "../support/keys.js";
 
 const run = promisify(execFile);
@@ -62,7 +65,7 @@ describe("authentication", () => {
     const created = await keysCommand("create", "--entity", entity);
     const newKey = created.stdout.trim();
     expect(created.stdout).toBe(newKey + "\n"); // only the key on stdout
-    expect(newKey).toMatch(/^srl_[A-Za-z0-9_-]{43}$/);
+    expect(newKey).toMatch(API_KEY_PATTERN);
     expect((await rest("GET", "/v1/preview/whoami", { key: newKey })).body).toEqual({ entity, key_prefix: newKey.slice(0, 12) });
 
     const listed = await keysCommand("list");
@@ -72,6 +75,34 @@ describe("authentication", () => {
     await keysCommand("revoke", newKey.slice(0, 12));
     expect(await rest("GET", "/v1/preview/whoami", { key: newKey })).toMatchObject({ status: 401, body: { detail: "Invalid API key" } });
     expect((await keysCommand("list")).stdout).toMatch(new RegExp(`${newKey.slice(0, 12)}\\t${entity}\\t\\S+\\trevoked`));
+  });
+
+  it("issues keys every client accepts (40+ characters of letters and digits, no '-'), uniformly drawn", () => {
+    const keys = Array.from({ length: 1000 }, generateApiKey);
+    for (const generated of keys) {
+      expect(generated).toMatch(API_KEY_PATTERN);
+      // The wandb SDK's own check (wandb/sdk/lib/wbauth/validation.py): what follows a '-' must be
+      // 40+ word characters; these keys hold no '-', so the whole key is checked.
+      expect(generated).toMatch(/^\w{40,}$/);
+    }
+    expect(new Set(keys).size).toBe(1000);
+    // Every character of the alphabet turns up, none more than chance allows (43,000 draws of 62).
+    const counts = new Map<string, number>();
+    for (const generated of keys) for (const char of generated.slice(4)) counts.set(char, (counts.get(char) ?? 0) + 1);
+    expect(counts.size).toBe(62);
+    for (const count of counts.values()) expect(count).toBeGreaterThan(500);
+    for (const count of counts.values()) expect(count).toBeLessThan(900);
+  });
+
+  it("still accepts a key issued in the earlier format (base64url, may hold '-')", async () => {
+    const entity = uniqueEntity("old-key");
+    const oldKey = "srl_" + "Ab-_".repeat(10) + "x-Y"; // 43 characters after the prefix, as randomBytes(32).toString("base64url") gave
+    await withDatabase(async ({ db }) => {
+      const hash = createHash("sha256").update(oldKey).digest("hex");
+      await db.collection<ApiKeyRecord>("api_keys").insertOne({ _id: hash, prefix: oldKey.slice(0, 12), entity, created_at: new Date(), revoked_at: null });
+    });
+    expect((await rest("GET", "/v1/preview/whoami", { key: oldKey })).body).toEqual({ entity, key_prefix: oldKey.slice(0, 12) });
+    expect((await grpcUnary(Models.method.getCurrentEntity, {}, oldKey)).message?.entity).toBe(entity);
   });
 
   it("maps each key to its own entity", async () => {

@@ -1,5 +1,11 @@
 // API keys: random tokens shown once, stored only as SHA-256 hashes (the tokens carry 256 bits of
 // entropy, so a slow password hash buys nothing), each mapping to an entity (team or user).
+//
+// Format: `srl_` and 43 characters of [0-9A-Za-z] (47 in all). Clients check keys before sending
+// them: the wandb SDK, which the ART client uses, wants 40 or more characters of letters, digits
+// and `_`, and reads what comes before a `-` as a host prefix. Keys issued in the earlier format
+// (`srl_` + 43 base64url characters, which may hold `-` and `_`) still authenticate: lookups go by
+// hash, whatever the format.
 import { createHash, randomBytes } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 
@@ -12,6 +18,22 @@ export interface ApiKeyRecord {
 }
 
 const KEY_PREFIX = "srl_";
+const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/** 43 base-62 characters: 256 bits. */
+const SECRET_LENGTH = 43;
+export const API_KEY_PATTERN = /^srl_[0-9A-Za-z]{43}$/;
+
+/** A new key's text: uniform over the alphabet (bytes past the last multiple of 62 are drawn again). */
+export function generateApiKey(): string {
+  const limit = 256 - (256 % ALPHABET.length);
+  let secret = "";
+  while (secret.length < SECRET_LENGTH) {
+    for (const byte of randomBytes(SECRET_LENGTH * 2)) {
+      if (byte < limit && secret.length < SECRET_LENGTH) secret += ALPHABET[byte % ALPHABET.length];
+    }
+  }
+  return KEY_PREFIX + secret;
+}
 
 export class ApiKeys {
   private readonly keys: Collection<ApiKeyRecord>;
@@ -29,7 +51,7 @@ export class ApiKeys {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(entity)) {
       throw new Error(`entity "${entity}" must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`);
     }
-    const key = KEY_PREFIX + randomBytes(32).toString("base64url");
+    const key = generateApiKey();
     const record: ApiKeyRecord = {
       _id: hashKey(key),
       prefix: key.slice(0, KEY_PREFIX.length + 8),
