@@ -22,7 +22,9 @@ const create = (body: Extra) =>
   >;
 
 describe("chat completions on tiny-chat", () => {
-  it("is deterministic under greedy decoding and agrees between unary and streamed for a fixed seed", async () => {
+  it("is deterministic under greedy decoding, unary and streamed alike", async () => {
+    // Greedy, not seeded: seeded sampling repeats only for the same batch, and this server's engine
+    // is shared with other test files (seeded.quiet.test.ts checks seeds on a quiet server).
     const greedy = await create({ temperature: 0, max_tokens: 16, ignore_eos: true, return_token_ids: true });
     const again = await create({ temperature: 0, max_tokens: 16, ignore_eos: true, return_token_ids: true });
     expect(again.choices[0]?.token_ids).toEqual(greedy.choices[0]?.token_ids);
@@ -30,13 +32,11 @@ describe("chat completions on tiny-chat", () => {
     expect(greedy.choices[0]?.finish_reason).toBe("length");
     expect(greedy.usage).toMatchObject({ completion_tokens: 16, prompt_tokens: greedy.prompt_token_ids?.length });
 
-    const seeded = await create({ temperature: 1, seed: 1234, max_tokens: 24, ignore_eos: true, return_token_ids: true });
     const stream = await client.chat.completions.create({
       model: "tiny-chat",
       messages,
-      temperature: 1,
-      seed: 1234,
-      max_tokens: 24,
+      temperature: 0,
+      max_tokens: 16,
       stream: true,
       stream_options: { include_usage: true },
       ...({ ignore_eos: true, return_token_ids: true } as Extra),
@@ -52,10 +52,10 @@ describe("chat completions on tiny-chat", () => {
       finish = choice?.finish_reason ?? finish;
       usage = chunk.usage ?? usage;
     }
-    expect(tokenIds).toEqual(seeded.choices[0]?.token_ids);
-    expect(text).toBe(seeded.choices[0]?.message.content);
+    expect(tokenIds).toEqual(greedy.choices[0]?.token_ids);
+    expect(text).toBe(greedy.choices[0]?.message.content);
     expect(finish).toBe("length");
-    expect(usage?.completion_tokens).toBe(24);
+    expect(usage?.completion_tokens).toBe(16);
   });
 
   it("reports log-probabilities equal to the log-softmax of the model's raw logits", async () => {
