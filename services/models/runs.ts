@@ -97,7 +97,12 @@ export class Runs {
   }
 }
 
-/** Metric names become document keys: '.' would nest and '$' is reserved, so both are replaced. */
+/**
+ * Metric names become document keys: '.' would nest and '$' is reserved, so both are replaced;
+ * so are whitespace at either end (FerretDB trims path parts and then refuses the empty ones) and
+ * the empty name.
+ */
 export function fieldKey(name: string): string {
-  return name.replace(/\./g, "_").replace(/^\$/, "_");
+  const key = name.replace(/\./g, "_").replace(/^\$/, "_").replace(/^\s+|\s+$/g, (edge) => "_".repeat(edge.length));
+  return key === "" ? "_" : key;
 }

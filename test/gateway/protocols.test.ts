@@ -51,7 +51,8 @@ describe("the same operation over every protocol", () => {
     expect(res.body).toMatchObject({
       api: true,
       database: { success: true, errors: [], queued: null, running: null },
-      cpu_queue: { success: true, errors: [], queued: 0, running: 0 },
+      // Other files' jobs may be queued or claimed on this shared server at this moment.
+      cpu_queue: { success: true, errors: [], queued: expect.any(Number), running: expect.any(Number) },
       gpu_queue: { success: true, errors: [] },
     });
     const viaGrpc = await grpcUnary(Models.method.systemCheck, {});
