@@ -22,7 +22,7 @@ export function guardRequests(handler: NodeHandler, log: Logger): (req: NodeRequ
   return (req, res) => {
     const refusal = refusalOf(req);
     if (refusal) {
-      sendJson(res, refusal.status, { detail: refusal.detail });
+      writeJson(res, refusal.status, { detail: refusal.detail });
       return;
     }
     try {
@@ -38,7 +38,7 @@ export function guardRequests(handler: NodeHandler, log: Logger): (req: NodeRequ
 export function answerFailure(res: AnswerableResponse, error: unknown, log: Logger): void {
   log.error("request handler failed", { error });
   if (res.headersSent) res.destroy();
-  else sendJson(res, 500, { detail: "Internal Server Error" });
+  else writeJson(res, 500, { detail: "Internal Server Error" });
 }
 
 function refusalOf(req: NodeRequest): { status: number; detail: string } | undefined {
@@ -50,10 +50,11 @@ function refusalOf(req: NodeRequest): { status: number; detail: string } | undef
   return undefined;
 }
 
-function sendJson(res: AnswerableResponse, status: number, body: unknown): void {
+/** A whole JSON response; a response whose headers went out already is cut instead. */
+export function writeJson(res: AnswerableResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   try {
     const text = JSON.stringify(body);
-    res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) });
+    res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) });
     res.end(text);
   } catch {
     res.destroy();

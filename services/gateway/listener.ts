@@ -42,7 +42,7 @@ export async function listen(handler: RequestHandler, host: string, port: number
   // Sockets whose response is under way: an error in a pipelined request behind it must not
   // write a second response into the middle of the first.
   const answering = new WeakSet<Socket>();
-  const served = new WeakSet<Socket>();
+  // A connection's first bytes, until its first request is parsed: they start that request.
   const firstBytes = new WeakMap<Socket, Buffer>();
   const http1 = createHttp1Server(
     {
@@ -55,7 +55,7 @@ export async function listen(handler: RequestHandler, host: string, port: number
     },
     (req: IncomingMessage, res: ServerResponse) => {
       answering.add(req.socket);
-      served.add(req.socket);
+      firstBytes.delete(req.socket);
       res.once("close", () => answering.delete(req.socket));
       handler(req, res);
     },
@@ -70,7 +70,7 @@ export async function listen(handler: RequestHandler, host: string, port: number
     // failed request starts the connection's bytes unless an earlier request was answered on it;
     // then the parser's current chunk is the best guess there is.
     const raw = (error as { rawPacket?: unknown }).rawPacket;
-    const start = served.has(socket) ? (Buffer.isBuffer(raw) ? raw : undefined) : firstBytes.get(socket);
+    const start = firstBytes.get(socket) ?? (Buffer.isBuffer(raw) ? raw : undefined);
     const isHead = start?.subarray(0, 5).toString("latin1") === "HEAD ";
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\ncontent-type: application/json\r\n` +
@@ -155,7 +155,6 @@ export async function listen(handler: RequestHandler, host: string, port: number
   };
 }
 
-/** Closes a session that has had no open stream for `idleMs` (gRPC clients reconnect on GOAWAY). */
 function clientErrorAnswer(code: string | undefined): { status: number; detail: string } {
   switch (code) {
     case "HPE_HEADER_OVERFLOW":
@@ -169,6 +168,7 @@ function clientErrorAnswer(code: string | undefined): { status: number; detail: 
   }
 }
 
+/** Closes a session that has had no open stream for `idleMs` (gRPC clients reconnect on GOAWAY). */
 function watchIdleSession(session: Http2Session, idleMs: number): void {
   let open = 0;
   let timer: NodeJS.Timeout | undefined;

@@ -9,8 +9,6 @@ export interface Database {
   db: Db;
   /** True on FerretDB: one connection, operations one at a time (see connectDatabase). */
   serialized: boolean;
-  /** The bound of every operation (DATABASE_TIMEOUT_MS). */
-  timeoutMs: number;
   /** Whether the database answers, as the driver's own monitoring last saw it. */
   reachability(): Reachability;
   /** Round-trip time of a ping in seconds; throws when the database does not answer. */
@@ -72,7 +70,6 @@ export async function connectDatabase(uri: string, dbName: string, options: Conn
     client,
     db,
     serialized,
-    timeoutMs,
     reachability,
     async ping(pingTimeoutMs = timeoutMs) {
       const started = performance.now();

@@ -4,6 +4,7 @@
 // runner.
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { connect as connectHttp2, constants as h2, type ClientHttp2Session } from "node:http2";
+import { decodeSegment } from "../../services/gateway/request-target.js";
 
 export interface RawRequest {
   method: string;
@@ -199,4 +200,9 @@ export async function runPool<T, R>(items: readonly T[], concurrency: number, wo
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
   return results;
+}
+
+/** A percent-encoded text decoded for a report, or as it is when its escapes are malformed. */
+export function decodedOrAsIs(text: string): string {
+  return decodeSegment(text) ?? text;
 }

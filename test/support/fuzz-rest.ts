@@ -7,7 +7,7 @@ import { rest as restOption } from "../../gen/srl/v1/options_pb.js";
 import type { RestRoute } from "../../services/gateway/rest/http-rules.js";
 import { anyStringArb, arbitraryJsonArb, deepJson, isFuzzObject, jsonText, ONE_MIB_STRING, type FuzzJson } from "./fuzz-json.js";
 import { cheapenChat, RAW_QUERY_PREFIX, type FuzzTargets, type JsonGen, type Owner, type Pools } from "./fuzz-messages.js";
-import type { RawResponse } from "./fuzz-http.js";
+import { decodedOrAsIs, type RawResponse } from "./fuzz-http.js";
 
 export type AuthKind = "a" | "b" | "none" | "malformed";
 
@@ -231,7 +231,7 @@ export class RestCases {
         routable: ok && target.length <= MAX_TARGET,
         isPublic,
         openai: rule?.openaiErrors ?? false,
-        naming: named.map((n) => (typeof n === "string" ? `${decodeSafe(n)} ${JSON.stringify(decodeSafe(n))}` : jsonText(n))).join(" "),
+        naming: named.map((n) => (typeof n === "string" ? `${decodedOrAsIs(n)} ${JSON.stringify(decodedOrAsIs(n))}` : jsonText(n))).join(" "),
         cutEventStream: route.method.methodKind === "server_streaming" && !isChat,
         // HTTP/2 itself refuses a DATA length that differs from content-length (PROTOCOL_ERROR).
         http2: http2 && !overLimit,
@@ -385,14 +385,6 @@ function fieldNamed(desc: DescMessage, name: string): DescField {
   const field = desc.fields.find((f) => f.name === name);
   if (!field) throw new Error(`${desc.typeName} has no field ${name}`);
   return field;
-}
-
-function decodeSafe(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 // --- Properties. ------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/conn
 import * as grpc from "@grpc/grpc-js";
 import { deepJson } from "./fuzz-json.js";
 import { cheapenChatInit, type Init, type InitGen, type FuzzTargets } from "./fuzz-messages.js";
-import { RawHttp, RawHttp2 } from "./fuzz-http.js";
+import { decodedOrAsIs, RawHttp, RawHttp2 } from "./fuzz-http.js";
 import type { Violation } from "./fuzz-rest.js";
 
 export const CODE_NAMES = [
@@ -249,15 +249,7 @@ function parseJsonCode(text: string): { code?: string; message?: string } {
 function trailerStatus(text: string): { code?: number; message: string } {
   const status = /(?:^|\r\n)grpc-status:\s*(\d+)/i.exec(text);
   const message = /(?:^|\r\n)grpc-message:\s*([^\r\n]*)/i.exec(text);
-  return { code: status?.[1] !== undefined ? Number(status[1]) : undefined, message: decodeURIComponentSafe(message?.[1] ?? "") };
-}
-
-function decodeURIComponentSafe(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
+  return { code: status?.[1] !== undefined ? Number(status[1]) : undefined, message: decodedOrAsIs(message?.[1] ?? "") };
 }
 
 export class RpcSender {
@@ -328,7 +320,7 @@ export class RpcSender {
     if (res.error) return { code: "?no-answer", message: res.error };
     if (grpcWeb) {
       const header = res.headers["grpc-status"];
-      if (header !== undefined) return { code: codeName(Number(header)), httpStatus: res.status, message: decodeURIComponentSafe(String(res.headers["grpc-message"] ?? "")) };
+      if (header !== undefined) return { code: codeName(Number(header)), httpStatus: res.status, message: decodedOrAsIs(String(res.headers["grpc-message"] ?? "")) };
       const trailer = readEnvelopes(res.body).envelopes.find((e) => (e.flags & 0x80) !== 0);
       if (!trailer) return { code: `?http-${res.status}-no-grpc-status`, httpStatus: res.status, message: res.body.toString("utf8").slice(0, 300) };
       const status = trailerStatus(trailer.data.toString("utf8"));
@@ -353,7 +345,7 @@ export class RpcSender {
     const res = await this.http2.send(`/${c.method.parent.typeName}/${c.method.name}`, { "content-type": "application/grpc", te: "trailers", ...this.authHeaders(c.auth) }, c.body ?? Buffer.alloc(0));
     const status = res.trailers["grpc-status"] ?? res.headers["grpc-status"];
     if (status === undefined) return { code: res.error ? "?no-answer" : `?http2-${res.headers[":status"]}-no-grpc-status`, message: res.error ?? res.body.toString("utf8").slice(0, 300) };
-    return { code: codeName(Number(status)), httpStatus: Number(res.headers[":status"]), message: decodeURIComponentSafe(res.trailers["grpc-message"] ?? res.headers["grpc-message"] ?? "") };
+    return { code: codeName(Number(status)), httpStatus: Number(res.headers[":status"]), message: decodedOrAsIs(res.trailers["grpc-message"] ?? res.headers["grpc-message"] ?? "") };
   }
 
   private client(): grpc.Client {

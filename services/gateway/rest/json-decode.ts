@@ -199,10 +199,15 @@ function decodeBool(value: LosslessJson, loc: Loc, violations: Violation[]): boo
   return undefined;
 }
 
+/** A number no double holds (1e309), quoted as text: no JSON answer or protobuf value carries it. */
+export function finiteNumberViolation(loc: Loc, input: string): Violation {
+  return { type: "finite_number", loc, msg: "Input should be a finite number", input };
+}
+
 function toNumber(value: LosslessJson, loc: Loc, violations: Violation[]): number | undefined {
   const finite = (number: number) => {
     if (Number.isFinite(number)) return number;
-    violations.push({ type: "finite_number", loc, msg: "Input should be a finite number", input: String(plain(value)) });
+    violations.push(finiteNumberViolation(loc, String(plain(value))));
     return undefined;
   };
   if (typeof value === "number") return finite(value);

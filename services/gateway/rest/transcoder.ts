@@ -2,7 +2,7 @@
 // authenticate, decode and validate the JSON (pydantic-style 422s), call the same endpoint the
 // Connect and gRPC routes call, and write JSON (or server-sent events for streaming methods).
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { clipText } from "../../core/clip.js";
 import { toConnectError, validationError, type Violation } from "../../core/errors.js";
@@ -11,7 +11,7 @@ import type { ApiKeys } from "../auth/api-keys.js";
 import { authenticate, principalKey } from "../auth/authenticate.js";
 import { rawBodyKey, restValidatedKey, type Endpoint } from "../pipeline.js";
 import { restRule } from "../validation/rules.js";
-import { decodeFields, plain } from "./json-decode.js";
+import { decodeFields, finiteNumberViolation, plain } from "./json-decode.js";
 import { encodeMessage } from "./json-encode.js";
 import { JsonSyntaxError, parseJsonLossless, type LosslessJson, type ParsedJson } from "./json-parse.js";
 import { allowedVerbs, matchRoutes, restRoutes, type RestRoute } from "./http-rules.js";
@@ -19,6 +19,7 @@ import { messageBody, restError } from "./error-response.js";
 import { multipartBoundary, parseMultipart, type MultipartForm } from "./multipart.js";
 import { BodyTooLarge, readBody } from "./read-body.js";
 import { requestTarget } from "../request-target.js";
+import { writeJson } from "../http-boundary.js";
 
 type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type Request = Parameters<NodeHandler>[0];
@@ -127,7 +128,7 @@ function parseBody(raw: Buffer): LosslessJson | undefined {
   }
   if (parsed.nonFinite.length > 0) {
     // 1e309 and the like: no double holds them (JSON.parse gives Infinity), so no field can take them.
-    throw validationError(parsed.nonFinite.map(({ path, value }) => ({ type: "finite_number", loc: ["body", ...path], msg: "Input should be a finite number", input: String(value) })));
+    throw validationError(parsed.nonFinite.map(({ path, value }) => finiteNumberViolation(["body", ...path], String(value))));
   }
   return parsed.value;
 }
@@ -300,12 +301,6 @@ async function written(res: Response, chunk: string | Uint8Array): Promise<void>
 function contentDisposition(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, "_");
   return ascii === filename ? `attachment; filename="${ascii}"` : `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
-}
-
-function writeJson(res: Response, status: number, body: JsonValue, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) });
-  res.end(text);
 }
 
 function header(req: Request, name: string): string | null {
