@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every install step the service and its tests need, idempotent: npm packages exactly as locked
-# (npm ci, skipped when node_modules already matches package-lock.json and patches/) and the embedded
-# database.
+# (npm ci, skipped when node_modules already matches package-lock.json and patches/), the embedded
+# database, the trainer's Python environment (PyTorch etc., cached outside the clone, linked from
+# .cache/trainer-venv) and the small real model the tests and benchmarks use (.cache/models/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ]; then
   echo "$lock_hash" > "$stamp"
 fi
 bash scripts/install-ferretdb.sh
+bash scripts/install-trainer.sh
+bash scripts/fetch-test-models.sh
 
 # The web console's production build, served by the gateway at `/`.
 npx --no-install vite build --config console/vite.config.ts --logLevel warn

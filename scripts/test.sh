@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: install, run the whole vitest suite (contract checks, unit and end-to-end tests against
-# a real server and database) and end with one line: `tests: N passed, M failed`.
+# a real server and database), then the trainer's pytest suite, and end with one line over both:
+# `tests: N passed, M failed`. Arguments go to vitest only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if ! bash scripts/install.sh; then
@@ -17,6 +18,10 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 mkdir -p test-results
-rm -f test-results/vitest.json
+rm -f test-results/vitest.json test-results/pytest.xml
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
-node scripts/summarize-tests.mjs test-results/vitest.json
+# The trainer's Python tests, with the environment scripts/install-trainer.sh made (or TRAINER_PYTHON).
+trainer_python="${TRAINER_PYTHON:-.cache/trainer-venv/bin/python}"
+echo "test: pytest services/training/torch_trainer/tests with $trainer_python"
+"$trainer_python" -m pytest services/training/torch_trainer/tests -q --junitxml=test-results/pytest.xml
+node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml

@@ -55,6 +55,12 @@ export interface Config {
   workerLeaseMs: number;
   /** Attempts of a job whose worker died before it is failed. */
   workerMaxAttempts: number;
+  /** Trainers on other machines; empty: the worker starts and supervises one local trainer. */
+  trainerUrls: string[];
+  /** The Python interpreter of the local trainer ("" = the project's environment under .cache/). */
+  trainerPython: string;
+  /** CPU threads of the local trainer; 0 = every core this process may use. */
+  trainerThreads: number;
 }
 
 export const configVariables: { name: string; default: string; meaning: string }[] = [
@@ -72,7 +78,7 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "STALL_TIMEOUT_MS", default: "30000", meaning: "a response (a stream above all) whose client takes nothing of it for this long is cut" },
   { name: "DATABASE_TIMEOUT_MS", default: "2000", meaning: "each database operation, retries included, fails after this (the request answers 503 with Retry-After)" },
   { name: "LOG_LEVEL", default: "info", meaning: "debug, info, warn or error" },
-  { name: "BASE_MODELS", default: "(empty)", meaning: "comma-separated extra base models" },
+  { name: "BASE_MODELS", default: "(empty)", meaning: "comma-separated extra base models: name=path-or-hf:ref, optionally ;train=hf-directory-or-hf:repo (weights the trainer trains on instead of the GGUF)" },
   { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
   { name: "BOOTSTRAP_ENTITY", default: "local", meaning: "entity of the key created on a first embedded start" },
   { name: "PRIORITY_MODELS", default: "(empty)", meaning: "comma-separated base models scheduled by request priority" },
@@ -86,6 +92,9 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "TRAINING_WORKER", default: "1", meaning: "run a training worker in the server process (0: only `npm run worker` processes train)" },
   { name: "WORKER_LEASE_MS", default: "30000", meaning: "lease of a worker on a job; a crashed worker's job is retried after it" },
   { name: "WORKER_MAX_ATTEMPTS", default: "2", meaning: "attempts of a job whose worker died before it fails" },
+  { name: "TRAINER_URLS", default: "(empty)", meaning: "comma-separated trainers on other machines (http://host:port of `python -m srl_trainer --listen 0.0.0.0:PORT`); empty: each worker starts one local trainer" },
+  { name: "TRAINER_PYTHON", default: "(the project's environment)", meaning: "Python interpreter of the local trainer; default .cache/trainer-venv/bin/python, which the install step creates" },
+  { name: "TRAINER_THREADS", default: "0", meaning: "CPU threads of the local trainer (0 = every core); the trainer process also reads TRAINER_DEVICE (cpu, cuda, cuda:N) and TRAINER_MICRO_BATCH_TOKENS" },
   { name: "ARTIFACT_HTTPS_HOSTS", default: "(empty)", meaning: "comma-separated hosts SFT jobs may read https training data from" },
 ];
 
@@ -112,6 +121,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trainingWorker: (env.TRAINING_WORKER ?? "1") !== "0",
     workerLeaseMs: intVar(env, "WORKER_LEASE_MS", 30_000, 500, 3_600_000),
     workerMaxAttempts: intVar(env, "WORKER_MAX_ATTEMPTS", 2, 1, 100),
+    trainerUrls: list(env.TRAINER_URLS),
+    trainerPython: env.TRAINER_PYTHON || "",
+    trainerThreads: intVar(env, "TRAINER_THREADS", 0, 0, 1024),
     priorityModels: list(env.PRIORITY_MODELS),
     engineThreads: intVar(env, "ENGINE_THREADS", 0, 0, 256),
     engineSequences: intVar(env, "ENGINE_SEQUENCES", 8, 1, 256),

@@ -42,7 +42,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const database = await connectDatabase(databaseUri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
   if (database.serialized) log.info("database is FerretDB: one connection, operations in series (its concurrent updates are not atomic)", { component: "database" });
   const services = await buildServices(database.db, config, log);
-  const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker } = services;
+  const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker, trainability } = services;
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
   const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
 
@@ -64,8 +64,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
 
   const handlers = [
     inferenceHandlers({ engine, resolver }),
-    modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, databaseHealth: () => databaseHealth(database, embedded) }),
-    trainingHandlers({ artifacts, checkpoints, jobs, events, registry, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
+    modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, trainability, databaseHealth: () => databaseHealth(database, embedded) }),
+    trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
     eventsHandlers({ events, jobs }),
   ];
   const endpoints = buildEndpoints(handlers, keys);
@@ -109,6 +109,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       clearTimeout(timer);
       shutdown.abort();
       await worker.stop();
+      await services.trainers.stop();
       await engine.stop();
       await database.close();
       await unpublish();

@@ -16,7 +16,10 @@ import { TrajectoryLog } from "../models/trajectory-log.js";
 import { Blobs } from "../store/blobs.js";
 import { ensureIndexes } from "../store/mongo.js";
 import { TrainingJobs } from "../training/jobs.js";
-import { runTrainingJob } from "../training/trainer/index.js";
+import { Trainability } from "../training/trainability.js";
+import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "../training/trainer/engine/local-trainer.js";
+import { TrainerPool } from "../training/trainer/engine/trainer-pool.js";
+import { trainerFor } from "../training/trainer/index.js";
 import { TrainingWorker } from "../training/worker/worker.js";
 import { ApiKeys } from "./auth/api-keys.js";
 
@@ -34,6 +37,14 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   const adapters = new AdapterFiles(config.dataDir, blobs);
   const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, blobs, artifacts });
   await ensureIndexes([keys, blobs, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts]);
+  // The local trainer process starts on first use (a job, or a base-model check), not here.
+  const local =
+    config.trainerUrls.length > 0
+      ? null
+      : new LocalTrainer({ python: config.trainerPython || DEFAULT_TRAINER_PYTHON, dataDir: config.dataDir, threads: config.trainerThreads, log: log.child({ component: "trainer" }) });
+  const trainers = new TrainerPool(config.trainerUrls, local);
+  // hf: models are only inspected once the engine or a job has downloaded them.
+  const trainability = new Trainability(catalog, (entry) => (entry.source.startsWith("hf:") ? Promise.resolve(null) : modelPath(entry.source, config.dataDir, 0).catch(() => null)));
   const worker = new TrainingWorker(
     {
       jobs,
@@ -43,14 +54,12 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
       checkpoints,
       runs,
       artifacts,
-      adapters,
       baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
-      train: runTrainingJob,
-      dataDir: config.dataDir,
+      train: trainerFor(trainers),
       artifactHttpsHosts: config.artifactHttpsHosts,
       log: log.child({ component: "worker" }),
     },
     { leaseMs: config.workerLeaseMs, pollMs: 1_000, maxAttempts: config.workerMaxAttempts },
   );
-  return { keys, blobs, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker };
+  return { keys, blobs, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability };
 }

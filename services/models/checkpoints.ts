@@ -1,6 +1,8 @@
 // Checkpoints: one per (model, step); step 0 is the base model (no adapter). The trainer adds one
 // per finished job through createCheckpoint; adapters are GridFS blobs written before the row, so
-// a listed checkpoint always has its adapter.
+// a listed checkpoint always has its adapter: a llama.cpp LoRA GGUF (what the engine serves) and,
+// since the PyTorch trainer, the same adapter in PEFT's format (two files; older checkpoints have
+// only the GGUF).
 import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import { conflict } from "../core/errors.js";
@@ -15,6 +17,8 @@ export interface CheckpointRecord {
   step: number;
   metrics: Record<string, number>;
   adapter_blob_id: ObjectId | null;
+  /** The PEFT adapter's files (adapter_config.json, adapter_model.safetensors); absent before PEFT export. */
+  peft_files?: { name: string; blob_id: ObjectId }[] | null;
   /** The training job that produced it (none for step 0), so a retried job never adds a second one. */
   job_id?: string | null;
   created_at: Date;
@@ -30,6 +34,14 @@ export function checkpointId(modelId: string, step: number): string {
   const variant = ((parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
+
+/** A checkpoint's adapter as bytes: the GGUF and, when written, the PEFT files by name. */
+export interface AdapterBytes {
+  gguf: Uint8Array;
+  peft: Record<string, Uint8Array> | null;
+}
+
+export const GGUF_ADAPTER_FILE = "adapter.gguf";
 
 export class Checkpoints {
   private readonly checkpoints: Collection<CheckpointRecord>;
@@ -49,13 +61,24 @@ export class Checkpoints {
   }
 
   /** Adds a checkpoint; a step that exists already is a conflict (and the new adapter is removed). */
-  async create(modelId: string, step: number, metrics: Record<string, number>, adapter?: { filename: string; data: Uint8Array }, jobId?: string): Promise<CheckpointRecord> {
-    const blobId = adapter ? await this.blobs.put(adapter.filename, adapter.data, { model_id: modelId, kind: "adapter", step }) : null;
-    const record: CheckpointRecord = { _id: checkpointId(modelId, step), model_id: modelId, step, metrics: sanitize(metrics), adapter_blob_id: blobId, job_id: jobId ?? null, created_at: new Date() };
+  async create(modelId: string, step: number, metrics: Record<string, number>, adapter?: AdapterBytes, jobId?: string): Promise<CheckpointRecord> {
+    const meta = { model_id: modelId, kind: "adapter", step };
+    const blobId = adapter ? await this.blobs.put(`step-${step}.gguf`, adapter.gguf, meta) : null;
+    const peftFiles = adapter?.peft ? await Promise.all(Object.entries(adapter.peft).map(async ([name, data]) => ({ name, blob_id: await this.blobs.put(name, data, meta) }))) : null;
+    const record: CheckpointRecord = {
+      _id: checkpointId(modelId, step),
+      model_id: modelId,
+      step,
+      metrics: sanitize(metrics),
+      adapter_blob_id: blobId,
+      peft_files: peftFiles,
+      job_id: jobId ?? null,
+      created_at: new Date(),
+    };
     try {
       await this.checkpoints.insertOne(record);
     } catch (error) {
-      if (blobId) await this.blobs.delete(blobId);
+      for (const id of blobIds(record)) await this.blobs.delete(id);
       if (error instanceof MongoServerError && error.code === 11000) throw conflict(`model ${modelId} already has a checkpoint at step ${step}`);
       throw error;
     }
@@ -117,9 +140,23 @@ export class Checkpoints {
     return this.checkpoints.findOne({ _id: checkpointId(modelId, step) });
   }
 
-  /** A checkpoint's adapter file (null at step 0 and for checkpoints without one). */
-  async openAdapter(checkpoint: CheckpointRecord): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
-    return checkpoint.adapter_blob_id ? this.blobs.open(checkpoint.adapter_blob_id) : null;
+  /** The names of a checkpoint's adapter files (none at step 0). */
+  adapterFileNames(checkpoint: CheckpointRecord): string[] {
+    if (!checkpoint.adapter_blob_id) return [];
+    return [GGUF_ADAPTER_FILE, ...(checkpoint.peft_files ?? []).map((f) => f.name)];
+  }
+
+  /** One adapter file of a checkpoint (`adapter.gguf` or a PEFT file), or null when it has none such. */
+  async openAdapterFile(checkpoint: CheckpointRecord, name: string = GGUF_ADAPTER_FILE): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
+    const id = name === GGUF_ADAPTER_FILE ? checkpoint.adapter_blob_id : (checkpoint.peft_files ?? []).find((f) => f.name === name)?.blob_id;
+    return id ? this.blobs.open(id) : null;
+  }
+
+  /** The whole adapter in memory (a few MB to a few hundred): to continue training from it. */
+  async readAdapter(checkpoint: CheckpointRecord): Promise<AdapterBytes | null> {
+    if (!checkpoint.adapter_blob_id) return null;
+    const peft = checkpoint.peft_files?.length ? Object.fromEntries(await Promise.all(checkpoint.peft_files.map(async (f) => [f.name, await this.blobs.get(f.blob_id)] as const))) : null;
+    return { gguf: await this.blobs.get(checkpoint.adapter_blob_id), peft };
   }
 
   async list(modelId: string, options: { after?: string; limit: number; order: "asc" | "desc" }): Promise<Page<CheckpointRecord>> {
@@ -136,7 +173,7 @@ export class Checkpoints {
     const wanted = [...new Set(steps)];
     const found = await this.checkpoints.find({ model_id: modelId, step: { $in: wanted } }).toArray();
     for (const checkpoint of found) {
-      if (checkpoint.adapter_blob_id) await this.blobs.delete(checkpoint.adapter_blob_id);
+      for (const id of blobIds(checkpoint)) await this.blobs.delete(id);
       await this.checkpoints.deleteOne({ _id: checkpoint._id });
     }
     if (found.length > 0) await this.resetHead(modelId);
@@ -147,7 +184,7 @@ export class Checkpoints {
   /** Deletes one checkpoint with its adapter. */
   async deleteById(checkpointId: string): Promise<void> {
     const checkpoint = await this.checkpoints.findOneAndDelete({ _id: checkpointId });
-    if (checkpoint?.adapter_blob_id) await this.blobs.delete(checkpoint.adapter_blob_id);
+    for (const id of checkpoint ? blobIds(checkpoint) : []) await this.blobs.delete(id);
     if (checkpoint) await this.resetHead(checkpoint.model_id);
   }
 
@@ -160,4 +197,8 @@ export class Checkpoints {
 
 function sanitize(metrics: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(metrics).map(([name, value]) => [fieldKey(name), value]));
+}
+
+function blobIds(checkpoint: CheckpointRecord): ObjectId[] {
+  return [...(checkpoint.adapter_blob_id ? [checkpoint.adapter_blob_id] : []), ...(checkpoint.peft_files ?? []).map((f) => f.blob_id)];
 }

@@ -10,6 +10,7 @@ import { listEnvelope } from "../store/pagination.js";
 import { principalOf } from "../gateway/auth/authenticate.js";
 import { defineHandlers, sentJson } from "../gateway/pipeline.js";
 import type { TrainingJobs } from "../training/jobs.js";
+import type { Trainability } from "../training/trainability.js";
 import type { BaseModelCatalog } from "./catalog.js";
 import type { CheckpointRecord, Checkpoints } from "./checkpoints.js";
 import type { ModelRecord, ModelRegistry } from "./registry.js";
@@ -27,6 +28,7 @@ export interface ModelsDeps {
   trajectoryLog: TrajectoryLog;
   deletion: ModelDeletion;
   jobs: TrainingJobs;
+  trainability: Trainability;
   /** The database's state as last seen (no round trip): /v1/health reports it. */
   databaseHealth: () => DatabaseHealth;
 }
@@ -40,6 +42,8 @@ export function modelsHandlers(deps: ModelsDeps) {
       if (entity !== principal.entity) {
         throw new ApiError("permission_denied", `this API key belongs to entity "${principal.entity}" and cannot create models in "${entity}"`);
       }
+      const refusal = await deps.trainability.refusal(request.baseModel);
+      if (refusal) throw badRequest(`${refusal} (GET /v1/preview/base-models/details says which base models can be trained)`);
       const { model } = await registry.create({
         entity,
         project: request.project,
@@ -111,6 +115,27 @@ export function modelsHandlers(deps: ModelsDeps) {
     },
 
     listBaseModels: () => ({ models: deps.catalog.names() }),
+
+    async listBaseModelDetails() {
+      const details = await Promise.all(deps.catalog.names().map((name) => deps.trainability.of(name)));
+      return {
+        object: "list",
+        data: details.flatMap((d) =>
+          d
+            ? [
+                {
+                  name: d.name,
+                  trainable: d.trainable ?? undefined,
+                  trainingNote: d.note ?? undefined,
+                  architecture: d.architecture ?? undefined,
+                  quantized: d.quantized ?? undefined,
+                  contextLength: d.contextLength ?? undefined,
+                },
+              ]
+            : [],
+        ),
+      };
+    },
 
     health: () => {
       const database = deps.databaseHealth();

@@ -5,7 +5,7 @@ import { closeSync, openSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { findOnPath, isExecutable, tail } from "./child-process.js";
+import { findOnPath, isExecutable, tail } from "../core/child-process.js";
 import type { DatabaseProgram, LauncherLog } from "./database-program.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));

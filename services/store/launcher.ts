@@ -5,7 +5,7 @@
 // name; which databases to use is the caller's business.
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { errorMessage } from "./child-process.js";
+import { errorMessage } from "../core/child-process.js";
 import type { DatabaseKind, DatabaseProgram, LauncherLog } from "./database-program.js";
 import { ferretDbDataDir, ferretDbProgram } from "./ferretdb.js";
 import { mongodDataDir, mongodProgram } from "./mongod.js";

@@ -5,7 +5,7 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { MongoClient, MongoServerError } from "mongodb";
-import { errorMessage, findOnPath, isExecutable, sleep } from "./child-process.js";
+import { errorMessage, findOnPath, isExecutable, sleep } from "../core/child-process.js";
 import type { DatabaseProgram, LauncherLog } from "./database-program.js";
 
 const REPLICA_SET = "rs0";

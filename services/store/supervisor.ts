@@ -3,7 +3,8 @@
 // `restartDelayMs` up to 30 s while it keeps failing. Clients keep their URI: the driver
 // reconnects by itself once the database answers again.
 import path from "node:path";
-import { errorMessage, freePort, spawnLogged, tail, waitForPing, type ManagedChild } from "./child-process.js";
+import { errorMessage, freePort, spawnLogged, tail, type ManagedChild } from "../core/child-process.js";
+import { waitForPing } from "./ping.js";
 import type { DatabaseKind, DatabaseProgram, LauncherLog } from "./database-program.js";
 
 const READY_TIMEOUT_MS = 30_000;

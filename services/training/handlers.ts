@@ -15,6 +15,8 @@ import { checkRlConfig, checkSftConfig } from "./config-checks.js";
 import { checkKlReferenceName } from "./kl-reference.js";
 import { openDownload } from "./artifact-download.js";
 import type { Checkpoints } from "../models/checkpoints.js";
+import type { ModelRecord } from "../models/registry.js";
+import type { Trainability } from "./trainability.js";
 
 export interface TrainingDeps {
   artifacts: Artifacts;
@@ -23,6 +25,7 @@ export interface TrainingDeps {
   events: EventLog;
   registry: ModelRegistry;
   artifactHttpsHosts: readonly string[];
+  trainability: Trainability;
   /** Called after a job was queued (wakes the in-process worker). */
   onJobCreated?: () => void;
 }
@@ -33,6 +36,7 @@ export function trainingHandlers(deps: TrainingDeps) {
     async createTrainingJob(request, context) {
       const entity = principalOf(context).entity;
       const model = await registry.getOwned(entity, request.modelId);
+      await refuseUntrainable(deps.trainability, model);
       if (request.trajectoryGroups.length === 0) throw badRequest("trajectory_groups must not be empty");
       const body = sentJson(context, CreateTrainingJobRequestSchema, request);
       const experimentalConfig = (body.experimental_config ?? {}) as JsonObject;
@@ -46,6 +50,7 @@ export function trainingHandlers(deps: TrainingDeps) {
     async createSftTrainingJob(request, context) {
       const entity = principalOf(context).entity;
       const model = await registry.getOwned(entity, request.modelId);
+      await refuseUntrainable(deps.trainability, model);
       checkSftConfig(request.config);
       const artifact = await resolveTrainingData(deps.artifacts, entity, request.trainingDataUrl, deps.artifactHttpsHosts);
       if (artifact) await deps.artifacts.linkToModel(artifact._id, model._id);
@@ -80,7 +85,7 @@ export function trainingHandlers(deps: TrainingDeps) {
     },
 
     async *downloadArtifactFile(request, context) {
-      const source = await openDownload(deps, principalOf(context).entity, request.url, request.filename ?? null);
+      const source = await openDownload(deps, principalOf(context).entity, request.url, request.filename ?? null, request.format ?? null);
       let first = true;
       for await (const data of source.chunks) {
         yield first ? { contentType: source.contentType, data, filename: source.filename, size: BigInt(source.size) } : { contentType: source.contentType, data };
@@ -135,4 +140,9 @@ function artifactMessage(record: ArtifactRecord) {
     files: record.files.map((f) => ({ name: f.name, size: BigInt(f.size) })),
     createdAt: record.created_at.toISOString(),
   };
+}
+
+async function refuseUntrainable(trainability: Trainability, model: ModelRecord): Promise<void> {
+  const refusal = await trainability.refusal(model.base_model);
+  if (refusal) throw badRequest(refusal);
 }

@@ -163,9 +163,18 @@ export class TrainingJobs {
 
   /** Gives a running job back to the queue (a worker shutting down), so another worker takes it at once. */
   async requeue(jobId: string, workerId: string): Promise<boolean> {
+    return this.backToQueue(jobId, workerId, -1);
+  }
+
+  /** Puts a job whose attempt failed for a reason of its own (its trainer died) back in the queue; the attempt counts. */
+  async release(jobId: string, workerId: string): Promise<boolean> {
+    return this.backToQueue(jobId, workerId, 0);
+  }
+
+  private async backToQueue(jobId: string, workerId: string, attempts: number): Promise<boolean> {
     const job = await this.jobs.findOneAndUpdate(
       { _id: jobId, lease_owner: workerId, status: "running" },
-      { $set: { status: "queued", lease_owner: null, lease_expires_at: null }, $inc: { attempts: -1 } },
+      { $set: { status: "queued", lease_owner: null, lease_expires_at: null }, $inc: { attempts } },
     );
     if (job) await this.unlockModel(job.model_id, job._id);
     return job !== null;

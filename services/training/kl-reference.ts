@@ -1,5 +1,5 @@
 // The KL reference of an RL job (training-semantics §4.3), resolved by the service: the trainer
-// only ever sees an adapter file or "the base model". `kl_ref_adapter_path` is a server path in
+// only ever sees an adapter (sent with the job) or "the base model". `kl_ref_adapter_path` is a server path in
 // ART's local backend; here it names a checkpoint of the caller's models instead
 // (`{project}/{name}:step{N}` or `wandb-artifact:///{entity}/{project}/{name}:step{N}`), so a client
 // cannot make the server read an arbitrary file. `kl_penalty_reference_step` k is this model's
@@ -8,8 +8,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { badRequest } from "../core/errors.js";
 import { parseModelName, type ModelName } from "../inference/model-names.js";
-import type { AdapterFiles } from "../inference/adapter-files.js";
-import type { Checkpoints } from "../models/checkpoints.js";
+import type { CheckpointRecord, Checkpoints } from "../models/checkpoints.js";
 import type { ModelRecord, ModelRegistry } from "../models/registry.js";
 import { TrainingInputError } from "./trainer/api.js";
 
@@ -22,18 +21,18 @@ export function checkKlReferenceName(value: string | undefined, entity: string):
 }
 
 /**
- * The job's experimental config as the trainer should read it: `kl_ref_adapter_path` a local
- * adapter file, or null for the base model; the step settings resolved away.
+ * The job's experimental config without the reference settings, and the reference checkpoint
+ * (null: the base model).
  */
 export async function resolveKlReference(
-  deps: { registry: ModelRegistry; checkpoints: Checkpoints; adapters: AdapterFiles },
+  deps: { registry: ModelRegistry; checkpoints: Checkpoints },
   model: ModelRecord,
   latestStep: number,
   config: JsonObject,
-): Promise<JsonObject> {
+): Promise<{ config: JsonObject; reference: CheckpointRecord | null }> {
   const { kl_ref_adapter_path: named, kl_penalty_reference_step: referenceStep, kl_penalty_step_lag: lag, ...rest } = config;
   const coefficient = typeof config.kl_penalty_coef === "number" ? config.kl_penalty_coef : 0;
-  if (coefficient <= 0) return rest;
+  if (coefficient <= 0) return { config: rest, reference: null };
   const fail = (message: string) => new TrainingInputError(`KL reference: ${message}`);
   let owner = model;
   let step: number;
@@ -51,11 +50,10 @@ export async function resolveKlReference(
   } else {
     step = 0;
   }
-  if (step === 0) return { ...rest, kl_ref_adapter_path: null };
+  if (step === 0) return { config: rest, reference: null };
   const checkpoint = await deps.checkpoints.atStep(owner._id, step);
   if (!checkpoint) throw fail(`${owner.project}/${owner.name} has no checkpoint at step ${step}`);
-  const path = checkpoint.adapter_blob_id ? await deps.adapters.pathFor(checkpoint._id, checkpoint.adapter_blob_id) : null;
-  return { ...rest, kl_ref_adapter_path: path };
+  return { config: rest, reference: checkpoint.adapter_blob_id ? checkpoint : null };
 }
 
 function checkpointName(value: string, entity: string, error: (message: string) => Error): CheckpointName {

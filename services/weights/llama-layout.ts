@@ -20,6 +20,8 @@ export interface LlamaShape {
   embedding: number;
   heads: number;
   kvHeads: number;
+  /** Size of one attention head. Default embedding / heads (llama's only choice). */
+  headDim?: number;
   ff: number;
   vocab: number;
   tiedOutput: boolean;
@@ -34,7 +36,7 @@ export interface LlamaTensorPlan {
 }
 
 export function llamaTensorPlan(s: LlamaShape): LlamaTensorPlan[] {
-  const headDim = s.embedding / s.heads;
+  const headDim = s.headDim ?? s.embedding / s.heads;
   const qOut = headDim * s.heads;
   const kvOut = headDim * s.kvHeads;
   const outputStd = OUTPUT_LOGIT_STD / Math.sqrt(s.embedding);

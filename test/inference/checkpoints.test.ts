@@ -37,7 +37,7 @@ async function addCheckpoint(modelId: string, step: number, seed: number): Promi
   await makeRandomLora({ basePath: join(inject("dataDir"), "models", "tiny-chat.gguf"), path, seed, rank: 8, alpha: 16, targets: ["q", "k", "v", "o", "gate", "up", "down"] });
   const data = await readFile(path);
   await withDatabase(async ({ db }) => {
-    await new Checkpoints(db, new Blobs(db)).create(modelId, step, { loss: 1 }, { filename: `step-${step}.gguf`, data });
+    await new Checkpoints(db, new Blobs(db)).create(modelId, step, { loss: 1 }, { gguf: data, peft: null });
   });
 }
 

@@ -109,7 +109,7 @@ describe("checkpoints", () => {
     const model = await newModel("pruned");
     await withDatabase(async ({ db }) => {
       const checkpoints = new Checkpoints(db, new Blobs(db));
-      for (const step of [1, 2, 3, 4]) await checkpoints.create(model.id, step, {}, { filename: `a${step}.gguf`, data: Buffer.alloc(100, step) });
+      for (const step of [1, 2, 3, 4]) await checkpoints.create(model.id, step, {}, { gguf: Buffer.alloc(100, step), peft: null });
     });
     const res = await rest("DELETE", `/v1/preview/models/${model.id}/checkpoints`, { key, body: { steps: [1, 3, 7, 3, 9] } });
     expect(res).toMatchObject({ status: 200, body: { deleted_count: 2, not_found_steps: [7, 9] } });

@@ -148,8 +148,8 @@ describe("delete model", () => {
     const keep = (await createModel({ project: "cascade", name: "bystander", base_model: "tiny-chat" })).body as ModelJson;
     await withDatabase(async ({ db }) => {
       const checkpoints = new Checkpoints(db, new Blobs(db));
-      for (const step of [1, 2, 3]) await checkpoints.create(model.id, step, { loss: step }, { filename: `adapter-${step}.gguf`, data: Buffer.alloc(300_000, step) });
-      await checkpoints.create(keep.id, 1, {}, { filename: "adapter.gguf", data: Buffer.alloc(1000) });
+      for (const step of [1, 2, 3]) await checkpoints.create(model.id, step, { loss: step }, { gguf: Buffer.alloc(300_000, step), peft: null });
+      await checkpoints.create(keep.id, 1, {}, { gguf: Buffer.alloc(1000), peft: null });
     });
     const groups = [{ trajectories: [{ messages_and_choices: [{ role: "user", content: "hi" }], reward: 1 }] }];
     expect((await rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split: "val", trajectory_groups: groups } })).status).toBe(200);

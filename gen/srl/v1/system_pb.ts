@@ -4,13 +4,14 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_srl_v1_options } from "./options_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file srl/v1/system.proto.
  */
 export const file_srl_v1_system: GenFile = /*@__PURE__*/
-  fileDesc("ChNzcmwvdjEvc3lzdGVtLnByb3RvEgZzcmwudjEiDwoNSGVhbHRoUmVxdWVzdCJKCg5IZWFsdGhSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSKAoIZGF0YWJhc2UYAiABKAsyFi5zcmwudjEuRGF0YWJhc2VIZWFsdGgibQoORGF0YWJhc2VIZWFsdGgSDgoGc3RhdHVzGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFc2luY2UYAyABKAkSEAoIcmVzdGFydHMYBCABKAUSEgoFZXJyb3IYBSABKAlIAIgBAUIICgZfZXJyb3IiFAoSU3lzdGVtQ2hlY2tSZXF1ZXN0IoIBCgtDaGVja1Jlc3VsdBIPCgdzdWNjZXNzGAEgASgIEhAKCGR1cmF0aW9uGAIgASgBEg4KBmVycm9ycxgDIAMoCRITCgZxdWV1ZWQYBCABKAVIAIgBARIUCgdydW5uaW5nGAUgASgFSAGIAQFCCQoHX3F1ZXVlZEIKCghfcnVubmluZyKZAQoTU3lzdGVtQ2hlY2tSZXNwb25zZRILCgNhcGkYASABKAgSJQoIZGF0YWJhc2UYAiABKAsyEy5zcmwudjEuQ2hlY2tSZXN1bHQSJgoJY3B1X3F1ZXVlGAMgASgLMhMuc3JsLnYxLkNoZWNrUmVzdWx0EiYKCWdwdV9xdWV1ZRgEIAEoCzITLnNybC52MS5DaGVja1Jlc3VsdCIXChVMaXN0QmFzZU1vZGVsc1JlcXVlc3QiKAoWTGlzdEJhc2VNb2RlbHNSZXNwb25zZRIOCgZtb2RlbHMYASADKAliBnByb3RvMw");
+  fileDesc("ChNzcmwvdjEvc3lzdGVtLnByb3RvEgZzcmwudjEiDwoNSGVhbHRoUmVxdWVzdCJKCg5IZWFsdGhSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSKAoIZGF0YWJhc2UYAiABKAsyFi5zcmwudjEuRGF0YWJhc2VIZWFsdGgibQoORGF0YWJhc2VIZWFsdGgSDgoGc3RhdHVzGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFc2luY2UYAyABKAkSEAoIcmVzdGFydHMYBCABKAUSEgoFZXJyb3IYBSABKAlIAIgBAUIICgZfZXJyb3IiFAoSU3lzdGVtQ2hlY2tSZXF1ZXN0IoIBCgtDaGVja1Jlc3VsdBIPCgdzdWNjZXNzGAEgASgIEhAKCGR1cmF0aW9uGAIgASgBEg4KBmVycm9ycxgDIAMoCRITCgZxdWV1ZWQYBCABKAVIAIgBARIUCgdydW5uaW5nGAUgASgFSAGIAQFCCQoHX3F1ZXVlZEIKCghfcnVubmluZyKZAQoTU3lzdGVtQ2hlY2tSZXNwb25zZRILCgNhcGkYASABKAgSJQoIZGF0YWJhc2UYAiABKAsyEy5zcmwudjEuQ2hlY2tSZXN1bHQSJgoJY3B1X3F1ZXVlGAMgASgLMhMuc3JsLnYxLkNoZWNrUmVzdWx0EiYKCWdwdV9xdWV1ZRgEIAEoCzITLnNybC52MS5DaGVja1Jlc3VsdCIXChVMaXN0QmFzZU1vZGVsc1JlcXVlc3QiKAoWTGlzdEJhc2VNb2RlbHNSZXNwb25zZRIOCgZtb2RlbHMYASADKAkiHQobTGlzdEJhc2VNb2RlbERldGFpbHNSZXF1ZXN0Ip4CChBCYXNlTW9kZWxEZXRhaWxzEgwKBG5hbWUYASABKAkSHgoJdHJhaW5hYmxlGAIgASgIQgbK8xgCEAFIAIgBARIiCg10cmFpbmluZ19ub3RlGAMgASgJQgbK8xgCEAFIAYgBARIhCgxhcmNoaXRlY3R1cmUYBCABKAlCBsrzGAIQAUgCiAEBEh4KCXF1YW50aXplZBgFIAEoCEIGyvMYAhABSAOIAQESIwoOY29udGV4dF9sZW5ndGgYBiABKAVCBsrzGAIQAUgEiAEBQgwKCl90cmFpbmFibGVCEAoOX3RyYWluaW5nX25vdGVCDwoNX2FyY2hpdGVjdHVyZUIMCgpfcXVhbnRpemVkQhEKD19jb250ZXh0X2xlbmd0aCJWChxMaXN0QmFzZU1vZGVsRGV0YWlsc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRImCgRkYXRhGAIgAygLMhguc3JsLnYxLkJhc2VNb2RlbERldGFpbHNiBnByb3RvMw", [file_srl_v1_options]);
 
 /**
  * Request of Health.
@@ -231,4 +232,96 @@ export type ListBaseModelsResponse = Message<"srl.v1.ListBaseModelsResponse"> & 
  */
 export const ListBaseModelsResponseSchema: GenMessage<ListBaseModelsResponse> = /*@__PURE__*/
   messageDesc(file_srl_v1_system, 7);
+
+/**
+ * Request of ListBaseModelDetails.
+ *
+ * @generated from message srl.v1.ListBaseModelDetailsRequest
+ */
+export type ListBaseModelDetailsRequest = Message<"srl.v1.ListBaseModelDetailsRequest"> & {
+};
+
+/**
+ * Describes the message srl.v1.ListBaseModelDetailsRequest.
+ * Use `create(ListBaseModelDetailsRequestSchema)` to create a new message.
+ */
+export const ListBaseModelDetailsRequestSchema: GenMessage<ListBaseModelDetailsRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 8);
+
+/**
+ * One base model of the catalog.
+ *
+ * @generated from message srl.v1.BaseModelDetails
+ */
+export type BaseModelDetails = Message<"srl.v1.BaseModelDetails"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * null: not known yet (an hf: model not downloaded yet; checked when its first job starts).
+   *
+   * @generated from field: optional bool trainable = 2;
+   */
+  trainable?: boolean | undefined;
+
+  /**
+   * Why it cannot be trained, or why that is not known yet.
+   *
+   * @generated from field: optional string training_note = 3;
+   */
+  trainingNote?: string | undefined;
+
+  /**
+   * The GGUF's general.architecture (llama, qwen2, ...).
+   *
+   * @generated from field: optional string architecture = 4;
+   */
+  architecture?: string | undefined;
+
+  /**
+   * Quantized weights: the engine samples on them, the trainer computes on them dequantized, so
+   * their log-probabilities differ a little (RL then recomputes old log-probs by default).
+   *
+   * @generated from field: optional bool quantized = 5;
+   */
+  quantized?: boolean | undefined;
+
+  /**
+   * @generated from field: optional int32 context_length = 6;
+   */
+  contextLength?: number | undefined;
+};
+
+/**
+ * Describes the message srl.v1.BaseModelDetails.
+ * Use `create(BaseModelDetailsSchema)` to create a new message.
+ */
+export const BaseModelDetailsSchema: GenMessage<BaseModelDetails> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 9);
+
+/**
+ * The catalog with details, in catalog order.
+ *
+ * @generated from message srl.v1.ListBaseModelDetailsResponse
+ */
+export type ListBaseModelDetailsResponse = Message<"srl.v1.ListBaseModelDetailsResponse"> & {
+  /**
+   * @generated from field: string object = 1;
+   */
+  object: string;
+
+  /**
+   * @generated from field: repeated srl.v1.BaseModelDetails data = 2;
+   */
+  data: BaseModelDetails[];
+};
+
+/**
+ * Describes the message srl.v1.ListBaseModelDetailsResponse.
+ * Use `create(ListBaseModelDetailsResponseSchema)` to create a new message.
+ */
+export const ListBaseModelDetailsResponseSchema: GenMessage<ListBaseModelDetailsResponse> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 10);
 

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/training.proto.
  */
 export const file_srl_v1_training: GenFile = /*@__PURE__*/
-  fileDesc("ChVzcmwvdjEvdHJhaW5pbmcucHJvdG8SBnNybC52MSL1DgoaRXhwZXJpbWVudGFsVHJhaW5pbmdDb25maWcSLQoRYWR2YW50YWdlX2JhbGFuY2UYASABKAFCDcrzGAkQASICLTEqATFIAIgBARI0Ch9hbGxvd190cmFpbmluZ193aXRob3V0X2xvZ3Byb2JzGAIgASgIQgbK8xgCEAFIAYgBARIcCgdlcHNpbG9uGAMgASgBQgbK8xgCEAFIAogBARIhCgxlcHNpbG9uX2hpZ2gYBCABKAFCBsrzGAIQAUgDiAEBElsKGWltcG9ydGFuY2Vfc2FtcGxpbmdfbGV2ZWwYBSABKAlCM8rzGC8QATIFdG9rZW4yCHNlcXVlbmNlMgdhdmVyYWdlMhFnZW9tZXRyaWNfYXZlcmFnZUgEiAEBEiAKC2tpbWlfazJfdGF1GAYgASgBQgbK8xgCEAFIBYgBARIiCg12ZW5kb3JfazJfdGF1GAcgASgBQgbK8xgCEAFIBogBARIkCg9rbF9wZW5hbHR5X2NvZWYYCCABKAFCBsrzGAIQAUgHiAEBEjEKGWtsX3BlbmFsdHlfcmVmZXJlbmNlX3N0ZXAYCSABKAVCCcrzGAUQASIBMEgIiAEBEj8KEWtsX3BlbmFsdHlfc291cmNlGAogASgJQh/K8xgbEAEyD2N1cnJlbnRfbGVhcm5lcjIGc2FtcGxlSAmIAQESKwoTa2xfcGVuYWx0eV9zdGVwX2xhZxgLIAEoBUIJyvMYBRABIgExSAqIAQESKAoTa2xfcmVmX2FkYXB0ZXJfcGF0aBgMIAEoCUIGyvMYAhABSAuIAQESIgoNbGVhcm5pbmdfcmF0ZRgNIAEoAUIGyvMYAhABSAyIAQESMwoebG9ncHJvYl9jYWxjdWxhdGlvbl9jaHVua19zaXplGA4gASgFQgbK8xgCEAFIDYgBARIoCgdsb3NzX2ZuGA8gASgJQhLK8xgOEAEyBWNpc3BvMgNwcG9IDogBARIkCg9tYXNrX3Byb2JfcmF0aW8YECABKAhCBsrzGAIQAUgPiAEBEkYKMW1heF9uZWdhdGl2ZV9hZHZhbnRhZ2VfaW1wb3J0YW5jZV9zYW1wbGluZ193ZWlnaHQYESABKAFCBsrzGAIQAUgQiAEBEikKFG5vcm1hbGl6ZV9hZHZhbnRhZ2VzGBIgASgIQgbK8xgCEAFIEYgBARJECi9udW1fdHJhamVjdG9yaWVzX2xlYXJuaW5nX3JhdGVfbXVsdGlwbGllcl9wb3dlchgTIAEoAUIGyvMYAhABSBKIAQESKwoWcGFja2VkX3NlcXVlbmNlX2xlbmd0aBgUIAEoBUIGyvMYAhABSBOIAQESIQoMcGxvdF90ZW5zb3JzGBUgASgIQgbK8xgCEAFIFIgBARIYCgNwcG8YFiABKAhCBsrzGAIQAUgViAEBEioKFXByZWNhbGN1bGF0ZV9sb2dwcm9icxgXIAEoCEIGyvMYAhABSBaIAQESOgolc2NhbGVfbGVhcm5pbmdfcmF0ZV9ieV9yZXdhcmRfc3RkX2RldhgYIAEoCEIGyvMYAhABSBeIAQESIgoNc2NhbGVfcmV3YXJkcxgZIAEoCEIGyvMYAhABSBiIAQESMgoddHJ1bmNhdGVkX2ltcG9ydGFuY2Vfc2FtcGxpbmcYGiABKAFCBsrzGAIQAUgZiAEBQhQKEl9hZHZhbnRhZ2VfYmFsYW5jZUIiCiBfYWxsb3dfdHJhaW5pbmdfd2l0aG91dF9sb2dwcm9ic0IKCghfZXBzaWxvbkIPCg1fZXBzaWxvbl9oaWdoQhwKGl9pbXBvcnRhbmNlX3NhbXBsaW5nX2xldmVsQg4KDF9raW1pX2syX3RhdUIQCg5fdmVuZG9yX2syX3RhdUISChBfa2xfcGVuYWx0eV9jb2VmQhwKGl9rbF9wZW5hbHR5X3JlZmVyZW5jZV9zdGVwQhQKEl9rbF9wZW5hbHR5X3NvdXJjZUIWChRfa2xfcGVuYWx0eV9zdGVwX2xhZ0IWChRfa2xfcmVmX2FkYXB0ZXJfcGF0aEIQCg5fbGVhcm5pbmdfcmF0ZUIhCh9fbG9ncHJvYl9jYWxjdWxhdGlvbl9jaHVua19zaXplQgoKCF9sb3NzX2ZuQhIKEF9tYXNrX3Byb2JfcmF0aW9CNAoyX21heF9uZWdhdGl2ZV9hZHZhbnRhZ2VfaW1wb3J0YW5jZV9zYW1wbGluZ193ZWlnaHRCFwoVX25vcm1hbGl6ZV9hZHZhbnRhZ2VzQjIKMF9udW1fdHJhamVjdG9yaWVzX2xlYXJuaW5nX3JhdGVfbXVsdGlwbGllcl9wb3dlckIZChdfcGFja2VkX3NlcXVlbmNlX2xlbmd0aEIPCg1fcGxvdF90ZW5zb3JzQgYKBF9wcG9CGAoWX3ByZWNhbGN1bGF0ZV9sb2dwcm9ic0IoCiZfc2NhbGVfbGVhcm5pbmdfcmF0ZV9ieV9yZXdhcmRfc3RkX2RldkIQCg5fc2NhbGVfcmV3YXJkc0IgCh5fdHJ1bmNhdGVkX2ltcG9ydGFuY2Vfc2FtcGxpbmciuwEKGENyZWF0ZVRyYWluaW5nSm9iUmVxdWVzdBIaCghtb2RlbF9pZBgBIAEoCUIIyvMYBAgBGAESOgoRdHJhamVjdG9yeV9ncm91cHMYAiADKAsyFy5zcmwudjEuVHJhamVjdG9yeUdyb3VwQgbK8xgCCAESRwoTZXhwZXJpbWVudGFsX2NvbmZpZxgDIAEoCzIiLnNybC52MS5FeHBlcmltZW50YWxUcmFpbmluZ0NvbmZpZ0IGyvMYAhABIogCChFTZnRUcmFpbmluZ0NvbmZpZxI7CgpiYXRjaF9zaXplGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQg/K8xgLEAEiATEyBGF1dG8SOAoNbGVhcm5pbmdfcmF0ZRgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIJyvMYBRABIgEwEjcKDm1ldHJpY19sb2dnaW5nGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGyvMYAhABEi8KD2Fzc2lzdGFudF90dXJucxgEIAEoCUIRyvMYDRABMgNhbGwyBGxhc3RIAIgBAUISChBfYXNzaXN0YW50X3R1cm5zIs0BChtDcmVhdGVTZnRUcmFpbmluZ0pvYlJlcXVlc3QSGgoIbW9kZWxfaWQYASABKAlCCMrzGAQIARgBEiEKEXRyYWluaW5nX2RhdGFfdXJsGAIgASgJQgbK8xgCCAESMQoGY29uZmlnGAMgASgLMhkuc3JsLnYxLlNmdFRyYWluaW5nQ29uZmlnQgbK8xgCEAESPAoTZXhwZXJpbWVudGFsX2NvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQASInChlDcmVhdGVUcmFpbmluZ0pvYlJlc3BvbnNlEgoKAmlkGAEgASgJIjgKFUdldFRyYWluaW5nSm9iUmVxdWVzdBIfCg90cmFpbmluZ19qb2JfaWQYASABKAlCBsrzGAIIASI7ChhDYW5jZWxUcmFpbmluZ0pvYlJlcXVlc3QSHwoPdHJhaW5pbmdfam9iX2lkGAEgASgJQgbK8xgCCAEiowIKC1RyYWluaW5nSm9iEgoKAmlkGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAkSIwoOdHJhaW5pbmdfc3RhcnQYBiABKAlCBsrzGAIQAUgAiAEBEiEKDHRyYWluaW5nX2VuZBgHIAEoCUIGyvMYAhABSAGIAQESIgoNZXJyb3JfbWVzc2FnZRgIIAEoCUIGyvMYAhABSAKIAQESGQoEc3RlcBgJIAEoBUIGyvMYAhABSAOIAQFCEQoPX3RyYWluaW5nX3N0YXJ0Qg8KDV90cmFpbmluZ19lbmRCEAoOX2Vycm9yX21lc3NhZ2VCBwoFX3N0ZXAitwIKFUNyZWF0ZUFydGlmYWN0UmVxdWVzdBIbCgZlbnRpdHkYASABKAlCBsrzGAIQAUgAiAEBEhcKB3Byb2plY3QYAiABKAlCBsrzGAIIARIUCgRuYW1lGAMgASgJQgbK8xgCCAESIgoEdHlwZRgEIAEoCUIPyvMYCzoJImRhdGFzZXQiSAGIAQESKgoIZmlsZW5hbWUYBSABKAlCE8rzGA86DSJ0cmFpbi5qc29ubCJIAogBARIfCgd2ZXJzaW9uGAYgASgFQgnK8xgFEAEiATBIA4gBARIPCgdjb250ZW50GAcgASgMEiMKBWZpbGVzGAggAygLMhQuc3JsLnYxLlVwbG9hZGVkRmlsZUIJCgdfZW50aXR5QgcKBV90eXBlQgsKCV9maWxlbmFtZUIKCghfdmVyc2lvbiJeChtEb3dubG9hZEFydGlmYWN0RmlsZVJlcXVlc3QSEwoDdXJsGAEgASgJQgbK8xgCCAESHQoIZmlsZW5hbWUYAiABKAlCBsrzGAIQAUgAiAEBQgsKCV9maWxlbmFtZSJPCglGaWxlQ2h1bmsSFAoMY29udGVudF90eXBlGAEgASgJEgwKBGRhdGEYAiABKAwSEAoIZmlsZW5hbWUYAyABKAkSDAoEc2l6ZRgEIAEoAyI5CgxVcGxvYWRlZEZpbGUSGAoIZmlsZW5hbWUYASABKAlCBsrzGAIIARIPCgdjb250ZW50GAIgASgMIioKDEFydGlmYWN0RmlsZRIMCgRuYW1lGAEgASgJEgwKBHNpemUYAiABKAMiqgEKCEFydGlmYWN0EgoKAmlkGAEgASgJEg4KBmVudGl0eRgCIAEoCRIPCgdwcm9qZWN0GAMgASgJEgwKBG5hbWUYBCABKAkSDwoHdmVyc2lvbhgFIAEoBRIMCgR0eXBlGAYgASgJEgsKA3VybBgHIAEoCRIjCgVmaWxlcxgIIAMoCzIULnNybC52MS5BcnRpZmFjdEZpbGUSEgoKY3JlYXRlZF9hdBgJIAEoCSKJAQoXTGlzdFRyYWluaW5nSm9ic1JlcXVlc3QSGAoIbW9kZWxfaWQYASABKAlCBsrzGAIIARIaCgVhZnRlchgCIAEoCUIGyvMYAhABSACIAQESJAoFbGltaXQYAyABKAVCEMrzGAwiATEqAzEwMDoCMjBIAYgBAUIICgZfYWZ0ZXJCCAoGX2xpbWl0IoIBChhMaXN0VHJhaW5pbmdKb2JzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEiEKBGRhdGEYAiADKAsyEy5zcmwudjEuVHJhaW5pbmdKb2ISEAoIaGFzX21vcmUYAyABKAgSEAoIZmlyc3RfaWQYBCABKAkSDwoHbGFzdF9pZBgFIAEoCTKcBwoIVHJhaW5pbmcSfgoRQ3JlYXRlVHJhaW5pbmdKb2ISIC5zcmwudjEuQ3JlYXRlVHJhaW5pbmdKb2JSZXF1ZXN0GiEuc3JsLnYxLkNyZWF0ZVRyYWluaW5nSm9iUmVzcG9uc2UiJILT5JMCHjoBKiIZL3YxL3ByZXZpZXcvdHJhaW5pbmctam9icxKIAQoUQ3JlYXRlU2Z0VHJhaW5pbmdKb2ISIy5zcmwudjEuQ3JlYXRlU2Z0VHJhaW5pbmdKb2JSZXF1ZXN0GiEuc3JsLnYxLkNyZWF0ZVRyYWluaW5nSm9iUmVzcG9uc2UiKILT5JMCIjoBKiIdL3YxL3ByZXZpZXcvc2Z0LXRyYWluaW5nLWpvYnMSigEKEExpc3RUcmFpbmluZ0pvYnMSHy5zcmwudjEuTGlzdFRyYWluaW5nSm9ic1JlcXVlc3QaIC5zcmwudjEuTGlzdFRyYWluaW5nSm9ic1Jlc3BvbnNlIjOC0+STAi0SKy92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9L3RyYWluaW5nLWpvYnMSeQoOR2V0VHJhaW5pbmdKb2ISHS5zcmwudjEuR2V0VHJhaW5pbmdKb2JSZXF1ZXN0GhMuc3JsLnYxLlRyYWluaW5nSm9iIjOC0+STAi0SKy92MS9wcmV2aWV3L3RyYWluaW5nLWpvYnMve3RyYWluaW5nX2pvYl9pZH0SdAoOQ3JlYXRlQXJ0aWZhY3QSHS5zcmwudjEuQ3JlYXRlQXJ0aWZhY3RSZXF1ZXN0GhAuc3JsLnYxLkFydGlmYWN0IjHS8xgHIgVmaWxlc4LT5JMCIDoHY29udGVudCIVL3YxL3ByZXZpZXcvYXJ0aWZhY3RzEn4KFERvd25sb2FkQXJ0aWZhY3RGaWxlEiMuc3JsLnYxLkRvd25sb2FkQXJ0aWZhY3RGaWxlUmVxdWVzdBoRLnNybC52MS5GaWxlQ2h1bmsiLNLzGAIoAYLT5JMCIBIeL3YxL3ByZXZpZXcvYXJ0aWZhY3RzL2Rvd25sb2FkMAEShgEKEUNhbmNlbFRyYWluaW5nSm9iEiAuc3JsLnYxLkNhbmNlbFRyYWluaW5nSm9iUmVxdWVzdBoTLnNybC52MS5UcmFpbmluZ0pvYiI6gtPkkwI0IjIvdjEvcHJldmlldy90cmFpbmluZy1qb2JzL3t0cmFpbmluZ19qb2JfaWR9L2NhbmNlbGIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_srl_v1_options, file_srl_v1_trajectory]);
+  fileDesc("ChVzcmwvdjEvdHJhaW5pbmcucHJvdG8SBnNybC52MSKmDwoaRXhwZXJpbWVudGFsVHJhaW5pbmdDb25maWcSLQoRYWR2YW50YWdlX2JhbGFuY2UYASABKAFCDcrzGAkQASICLTEqATFIAIgBARI0Ch9hbGxvd190cmFpbmluZ193aXRob3V0X2xvZ3Byb2JzGAIgASgIQgbK8xgCEAFIAYgBARIcCgdlcHNpbG9uGAMgASgBQgbK8xgCEAFIAogBARIhCgxlcHNpbG9uX2hpZ2gYBCABKAFCBsrzGAIQAUgDiAEBElsKGWltcG9ydGFuY2Vfc2FtcGxpbmdfbGV2ZWwYBSABKAlCM8rzGC8QATIFdG9rZW4yCHNlcXVlbmNlMgdhdmVyYWdlMhFnZW9tZXRyaWNfYXZlcmFnZUgEiAEBEiAKC2tpbWlfazJfdGF1GAYgASgBQgbK8xgCEAFIBYgBARIiCg12ZW5kb3JfazJfdGF1GAcgASgBQgbK8xgCEAFIBogBARIkCg9rbF9wZW5hbHR5X2NvZWYYCCABKAFCBsrzGAIQAUgHiAEBEjEKGWtsX3BlbmFsdHlfcmVmZXJlbmNlX3N0ZXAYCSABKAVCCcrzGAUQASIBMEgIiAEBEj8KEWtsX3BlbmFsdHlfc291cmNlGAogASgJQh/K8xgbEAEyD2N1cnJlbnRfbGVhcm5lcjIGc2FtcGxlSAmIAQESKwoTa2xfcGVuYWx0eV9zdGVwX2xhZxgLIAEoBUIJyvMYBRABIgExSAqIAQESKAoTa2xfcmVmX2FkYXB0ZXJfcGF0aBgMIAEoCUIGyvMYAhABSAuIAQESIgoNbGVhcm5pbmdfcmF0ZRgNIAEoAUIGyvMYAhABSAyIAQESMwoebG9ncHJvYl9jYWxjdWxhdGlvbl9jaHVua19zaXplGA4gASgFQgbK8xgCEAFIDYgBARIoCgdsb3NzX2ZuGA8gASgJQhLK8xgOEAEyBWNpc3BvMgNwcG9IDogBARIkCg9tYXNrX3Byb2JfcmF0aW8YECABKAhCBsrzGAIQAUgPiAEBEkYKMW1heF9uZWdhdGl2ZV9hZHZhbnRhZ2VfaW1wb3J0YW5jZV9zYW1wbGluZ193ZWlnaHQYESABKAFCBsrzGAIQAUgQiAEBEikKFG5vcm1hbGl6ZV9hZHZhbnRhZ2VzGBIgASgIQgbK8xgCEAFIEYgBARJECi9udW1fdHJhamVjdG9yaWVzX2xlYXJuaW5nX3JhdGVfbXVsdGlwbGllcl9wb3dlchgTIAEoAUIGyvMYAhABSBKIAQESKwoWcGFja2VkX3NlcXVlbmNlX2xlbmd0aBgUIAEoBUIGyvMYAhABSBOIAQESIQoMcGxvdF90ZW5zb3JzGBUgASgIQgbK8xgCEAFIFIgBARIYCgNwcG8YFiABKAhCBsrzGAIQAUgViAEBEioKFXByZWNhbGN1bGF0ZV9sb2dwcm9icxgXIAEoCEIGyvMYAhABSBaIAQESOgolc2NhbGVfbGVhcm5pbmdfcmF0ZV9ieV9yZXdhcmRfc3RkX2RldhgYIAEoCEIGyvMYAhABSBeIAQESIgoNc2NhbGVfcmV3YXJkcxgZIAEoCEIGyvMYAhABSBiIAQESMgoddHJ1bmNhdGVkX2ltcG9ydGFuY2Vfc2FtcGxpbmcYGiABKAFCBsrzGAIQAUgZiAEBEi8KC2xvcmFfY29uZmlnGBsgASgLMhIuc3JsLnYxLkxvcmFDb25maWdCBsrzGAIQAUIUChJfYWR2YW50YWdlX2JhbGFuY2VCIgogX2FsbG93X3RyYWluaW5nX3dpdGhvdXRfbG9ncHJvYnNCCgoIX2Vwc2lsb25CDwoNX2Vwc2lsb25faGlnaEIcChpfaW1wb3J0YW5jZV9zYW1wbGluZ19sZXZlbEIOCgxfa2ltaV9rMl90YXVCEAoOX3ZlbmRvcl9rMl90YXVCEgoQX2tsX3BlbmFsdHlfY29lZkIcChpfa2xfcGVuYWx0eV9yZWZlcmVuY2Vfc3RlcEIUChJfa2xfcGVuYWx0eV9zb3VyY2VCFgoUX2tsX3BlbmFsdHlfc3RlcF9sYWdCFgoUX2tsX3JlZl9hZGFwdGVyX3BhdGhCEAoOX2xlYXJuaW5nX3JhdGVCIQofX2xvZ3Byb2JfY2FsY3VsYXRpb25fY2h1bmtfc2l6ZUIKCghfbG9zc19mbkISChBfbWFza19wcm9iX3JhdGlvQjQKMl9tYXhfbmVnYXRpdmVfYWR2YW50YWdlX2ltcG9ydGFuY2Vfc2FtcGxpbmdfd2VpZ2h0QhcKFV9ub3JtYWxpemVfYWR2YW50YWdlc0IyCjBfbnVtX3RyYWplY3Rvcmllc19sZWFybmluZ19yYXRlX211bHRpcGxpZXJfcG93ZXJCGQoXX3BhY2tlZF9zZXF1ZW5jZV9sZW5ndGhCDwoNX3Bsb3RfdGVuc29yc0IGCgRfcHBvQhgKFl9wcmVjYWxjdWxhdGVfbG9ncHJvYnNCKAomX3NjYWxlX2xlYXJuaW5nX3JhdGVfYnlfcmV3YXJkX3N0ZF9kZXZCEAoOX3NjYWxlX3Jld2FyZHNCIAoeX3RydW5jYXRlZF9pbXBvcnRhbmNlX3NhbXBsaW5nInoKCkxvcmFDb25maWcSIgoEcmFuaxgBIAEoBUIPyvMYCxABIgExKgQxMDI0SACIAQESHQoFYWxwaGEYAiABKAFCCcrzGAUQASIBMEgBiAEBEhYKDnRhcmdldF9tb2R1bGVzGAMgAygJQgcKBV9yYW5rQggKBl9hbHBoYSK7AQoYQ3JlYXRlVHJhaW5pbmdKb2JSZXF1ZXN0EhoKCG1vZGVsX2lkGAEgASgJQgjK8xgECAEYARI6ChF0cmFqZWN0b3J5X2dyb3VwcxgCIAMoCzIXLnNybC52MS5UcmFqZWN0b3J5R3JvdXBCBsrzGAIIARJHChNleHBlcmltZW50YWxfY29uZmlnGAMgASgLMiIuc3JsLnYxLkV4cGVyaW1lbnRhbFRyYWluaW5nQ29uZmlnQgbK8xgCEAEiuQIKEVNmdFRyYWluaW5nQ29uZmlnEjsKCmJhdGNoX3NpemUYASABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCD8rzGAsQASIBMTIEYXV0bxI4Cg1sZWFybmluZ19yYXRlGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQgnK8xgFEAEiATASNwoObWV0cmljX2xvZ2dpbmcYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESLwoPYXNzaXN0YW50X3R1cm5zGAQgASgJQhHK8xgNEAEyA2FsbDIEbGFzdEgAiAEBEi8KC2xvcmFfY29uZmlnGAUgASgLMhIuc3JsLnYxLkxvcmFDb25maWdCBsrzGAIQAUISChBfYXNzaXN0YW50X3R1cm5zIs0BChtDcmVhdGVTZnRUcmFpbmluZ0pvYlJlcXVlc3QSGgoIbW9kZWxfaWQYASABKAlCCMrzGAQIARgBEiEKEXRyYWluaW5nX2RhdGFfdXJsGAIgASgJQgbK8xgCCAESMQoGY29uZmlnGAMgASgLMhkuc3JsLnYxLlNmdFRyYWluaW5nQ29uZmlnQgbK8xgCEAESPAoTZXhwZXJpbWVudGFsX2NvbmZpZxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQASInChlDcmVhdGVUcmFpbmluZ0pvYlJlc3BvbnNlEgoKAmlkGAEgASgJIjgKFUdldFRyYWluaW5nSm9iUmVxdWVzdBIfCg90cmFpbmluZ19qb2JfaWQYASABKAlCBsrzGAIIASI7ChhDYW5jZWxUcmFpbmluZ0pvYlJlcXVlc3QSHwoPdHJhaW5pbmdfam9iX2lkGAEgASgJQgbK8xgCCAEiowIKC1RyYWluaW5nSm9iEgoKAmlkGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAkSIwoOdHJhaW5pbmdfc3RhcnQYBiABKAlCBsrzGAIQAUgAiAEBEiEKDHRyYWluaW5nX2VuZBgHIAEoCUIGyvMYAhABSAGIAQESIgoNZXJyb3JfbWVzc2FnZRgIIAEoCUIGyvMYAhABSAKIAQESGQoEc3RlcBgJIAEoBUIGyvMYAhABSAOIAQFCEQoPX3RyYWluaW5nX3N0YXJ0Qg8KDV90cmFpbmluZ19lbmRCEAoOX2Vycm9yX21lc3NhZ2VCBwoFX3N0ZXAitwIKFUNyZWF0ZUFydGlmYWN0UmVxdWVzdBIbCgZlbnRpdHkYASABKAlCBsrzGAIQAUgAiAEBEhcKB3Byb2plY3QYAiABKAlCBsrzGAIIARIUCgRuYW1lGAMgASgJQgbK8xgCCAESIgoEdHlwZRgEIAEoCUIPyvMYCzoJImRhdGFzZXQiSAGIAQESKgoIZmlsZW5hbWUYBSABKAlCE8rzGA86DSJ0cmFpbi5qc29ubCJIAogBARIfCgd2ZXJzaW9uGAYgASgFQgnK8xgFEAEiATBIA4gBARIPCgdjb250ZW50GAcgASgMEiMKBWZpbGVzGAggAygLMhQuc3JsLnYxLlVwbG9hZGVkRmlsZUIJCgdfZW50aXR5QgcKBV90eXBlQgsKCV9maWxlbmFtZUIKCghfdmVyc2lvbiKGAQobRG93bmxvYWRBcnRpZmFjdEZpbGVSZXF1ZXN0EhMKA3VybBgBIAEoCUIGyvMYAggBEh0KCGZpbGVuYW1lGAIgASgJQgbK8xgCEAFIAIgBARIbCgZmb3JtYXQYAyABKAlCBsrzGAIQAUgBiAEBQgsKCV9maWxlbmFtZUIJCgdfZm9ybWF0Ik8KCUZpbGVDaHVuaxIUCgxjb250ZW50X3R5cGUYASABKAkSDAoEZGF0YRgCIAEoDBIQCghmaWxlbmFtZRgDIAEoCRIMCgRzaXplGAQgASgDIjkKDFVwbG9hZGVkRmlsZRIYCghmaWxlbmFtZRgBIAEoCUIGyvMYAggBEg8KB2NvbnRlbnQYAiABKAwiKgoMQXJ0aWZhY3RGaWxlEgwKBG5hbWUYASABKAkSDAoEc2l6ZRgCIAEoAyKqAQoIQXJ0aWZhY3QSCgoCaWQYASABKAkSDgoGZW50aXR5GAIgASgJEg8KB3Byb2plY3QYAyABKAkSDAoEbmFtZRgEIAEoCRIPCgd2ZXJzaW9uGAUgASgFEgwKBHR5cGUYBiABKAkSCwoDdXJsGAcgASgJEiMKBWZpbGVzGAggAygLMhQuc3JsLnYxLkFydGlmYWN0RmlsZRISCgpjcmVhdGVkX2F0GAkgASgJIokBChdMaXN0VHJhaW5pbmdKb2JzUmVxdWVzdBIYCghtb2RlbF9pZBgBIAEoCUIGyvMYAggBEhoKBWFmdGVyGAIgASgJQgbK8xgCEAFIAIgBARIkCgVsaW1pdBgDIAEoBUIQyvMYDCIBMSoDMTAwOgIyMEgBiAEBQggKBl9hZnRlckIICgZfbGltaXQiggEKGExpc3RUcmFpbmluZ0pvYnNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSIQoEZGF0YRgCIAMoCzITLnNybC52MS5UcmFpbmluZ0pvYhIQCghoYXNfbW9yZRgDIAEoCBIQCghmaXJzdF9pZBgEIAEoCRIPCgdsYXN0X2lkGAUgASgJMpwHCghUcmFpbmluZxJ+ChFDcmVhdGVUcmFpbmluZ0pvYhIgLnNybC52MS5DcmVhdGVUcmFpbmluZ0pvYlJlcXVlc3QaIS5zcmwudjEuQ3JlYXRlVHJhaW5pbmdKb2JSZXNwb25zZSIkgtPkkwIeOgEqIhkvdjEvcHJldmlldy90cmFpbmluZy1qb2JzEogBChRDcmVhdGVTZnRUcmFpbmluZ0pvYhIjLnNybC52MS5DcmVhdGVTZnRUcmFpbmluZ0pvYlJlcXVlc3QaIS5zcmwudjEuQ3JlYXRlVHJhaW5pbmdKb2JSZXNwb25zZSIogtPkkwIiOgEqIh0vdjEvcHJldmlldy9zZnQtdHJhaW5pbmctam9icxKKAQoQTGlzdFRyYWluaW5nSm9icxIfLnNybC52MS5MaXN0VHJhaW5pbmdKb2JzUmVxdWVzdBogLnNybC52MS5MaXN0VHJhaW5pbmdKb2JzUmVzcG9uc2UiM4LT5JMCLRIrL3YxL3ByZXZpZXcvbW9kZWxzL3ttb2RlbF9pZH0vdHJhaW5pbmctam9icxJ5Cg5HZXRUcmFpbmluZ0pvYhIdLnNybC52MS5HZXRUcmFpbmluZ0pvYlJlcXVlc3QaEy5zcmwudjEuVHJhaW5pbmdKb2IiM4LT5JMCLRIrL3YxL3ByZXZpZXcvdHJhaW5pbmctam9icy97dHJhaW5pbmdfam9iX2lkfRJ0Cg5DcmVhdGVBcnRpZmFjdBIdLnNybC52MS5DcmVhdGVBcnRpZmFjdFJlcXVlc3QaEC5zcmwudjEuQXJ0aWZhY3QiMdLzGAciBWZpbGVzgtPkkwIgOgdjb250ZW50IhUvdjEvcHJldmlldy9hcnRpZmFjdHMSfgoURG93bmxvYWRBcnRpZmFjdEZpbGUSIy5zcmwudjEuRG93bmxvYWRBcnRpZmFjdEZpbGVSZXF1ZXN0GhEuc3JsLnYxLkZpbGVDaHVuayIs0vMYAigBgtPkkwIgEh4vdjEvcHJldmlldy9hcnRpZmFjdHMvZG93bmxvYWQwARKGAQoRQ2FuY2VsVHJhaW5pbmdKb2ISIC5zcmwudjEuQ2FuY2VsVHJhaW5pbmdKb2JSZXF1ZXN0GhMuc3JsLnYxLlRyYWluaW5nSm9iIjqC0+STAjQiMi92MS9wcmV2aWV3L3RyYWluaW5nLWpvYnMve3RyYWluaW5nX2pvYl9pZH0vY2FuY2VsYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_srl_v1_options, file_srl_v1_trajectory]);
 
 /**
  * Optional RL settings; every field accepts null (meaning the default), unknown keys are ignored.
@@ -155,6 +155,13 @@ export type ExperimentalTrainingConfig = Message<"srl.v1.ExperimentalTrainingCon
    * @generated from field: optional double truncated_importance_sampling = 26;
    */
   truncatedImportanceSampling?: number | undefined;
+
+  /**
+   * The model's LoRA settings; a model's first job fixes them, later jobs may only repeat them.
+   *
+   * @generated from field: srl.v1.LoraConfig lora_config = 27;
+   */
+  loraConfig?: LoraConfig | undefined;
 };
 
 /**
@@ -163,6 +170,38 @@ export type ExperimentalTrainingConfig = Message<"srl.v1.ExperimentalTrainingCon
  */
 export const ExperimentalTrainingConfigSchema: GenMessage<ExperimentalTrainingConfig> = /*@__PURE__*/
   messageDesc(file_srl_v1_training, 0);
+
+/**
+ * LoRA settings (defaults, spec §5.1: rank 8, alpha 16, every attention and MLP projection).
+ *
+ * @generated from message srl.v1.LoraConfig
+ */
+export type LoraConfig = Message<"srl.v1.LoraConfig"> & {
+  /**
+   * @generated from field: optional int32 rank = 1;
+   */
+  rank?: number | undefined;
+
+  /**
+   * @generated from field: optional double alpha = 2;
+   */
+  alpha?: number | undefined;
+
+  /**
+   * Hugging Face module names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj
+   * (Phi-3: qkv_proj, o_proj, gate_up_proj, down_proj).
+   *
+   * @generated from field: repeated string target_modules = 3;
+   */
+  targetModules: string[];
+};
+
+/**
+ * Describes the message srl.v1.LoraConfig.
+ * Use `create(LoraConfigSchema)` to create a new message.
+ */
+export const LoraConfigSchema: GenMessage<LoraConfig> = /*@__PURE__*/
+  messageDesc(file_srl_v1_training, 1);
 
 /**
  * Request of CreateTrainingJob (RL).
@@ -191,7 +230,7 @@ export type CreateTrainingJobRequest = Message<"srl.v1.CreateTrainingJobRequest"
  * Use `create(CreateTrainingJobRequestSchema)` to create a new message.
  */
 export const CreateTrainingJobRequestSchema: GenMessage<CreateTrainingJobRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 1);
+  messageDesc(file_srl_v1_training, 2);
 
 /**
  * SFT settings.
@@ -224,6 +263,13 @@ export type SftTrainingConfig = Message<"srl.v1.SftTrainingConfig"> & {
    * @generated from field: optional string assistant_turns = 4;
    */
   assistantTurns?: string | undefined;
+
+  /**
+   * The model's LoRA settings; a model's first job fixes them, later jobs may only repeat them.
+   *
+   * @generated from field: srl.v1.LoraConfig lora_config = 5;
+   */
+  loraConfig?: LoraConfig | undefined;
 };
 
 /**
@@ -231,7 +277,7 @@ export type SftTrainingConfig = Message<"srl.v1.SftTrainingConfig"> & {
  * Use `create(SftTrainingConfigSchema)` to create a new message.
  */
 export const SftTrainingConfigSchema: GenMessage<SftTrainingConfig> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 2);
+  messageDesc(file_srl_v1_training, 3);
 
 /**
  * Request of CreateSftTrainingJob.
@@ -267,7 +313,7 @@ export type CreateSftTrainingJobRequest = Message<"srl.v1.CreateSftTrainingJobRe
  * Use `create(CreateSftTrainingJobRequestSchema)` to create a new message.
  */
 export const CreateSftTrainingJobRequestSchema: GenMessage<CreateSftTrainingJobRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 3);
+  messageDesc(file_srl_v1_training, 4);
 
 /**
  * Response of job creation.
@@ -286,7 +332,7 @@ export type CreateTrainingJobResponse = Message<"srl.v1.CreateTrainingJobRespons
  * Use `create(CreateTrainingJobResponseSchema)` to create a new message.
  */
 export const CreateTrainingJobResponseSchema: GenMessage<CreateTrainingJobResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 4);
+  messageDesc(file_srl_v1_training, 5);
 
 /**
  * Request of GetTrainingJob.
@@ -305,7 +351,7 @@ export type GetTrainingJobRequest = Message<"srl.v1.GetTrainingJobRequest"> & {
  * Use `create(GetTrainingJobRequestSchema)` to create a new message.
  */
 export const GetTrainingJobRequestSchema: GenMessage<GetTrainingJobRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 5);
+  messageDesc(file_srl_v1_training, 6);
 
 /**
  * Request of CancelTrainingJob.
@@ -324,7 +370,7 @@ export type CancelTrainingJobRequest = Message<"srl.v1.CancelTrainingJobRequest"
  * Use `create(CancelTrainingJobRequestSchema)` to create a new message.
  */
 export const CancelTrainingJobRequestSchema: GenMessage<CancelTrainingJobRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 6);
+  messageDesc(file_srl_v1_training, 7);
 
 /**
  * A training job.
@@ -391,7 +437,7 @@ export type TrainingJob = Message<"srl.v1.TrainingJob"> & {
  * Use `create(TrainingJobSchema)` to create a new message.
  */
 export const TrainingJobSchema: GenMessage<TrainingJob> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 7);
+  messageDesc(file_srl_v1_training, 8);
 
 /**
  * Request of CreateArtifact. On REST everything but the body comes from the query string.
@@ -456,7 +502,7 @@ export type CreateArtifactRequest = Message<"srl.v1.CreateArtifactRequest"> & {
  * Use `create(CreateArtifactRequestSchema)` to create a new message.
  */
 export const CreateArtifactRequestSchema: GenMessage<CreateArtifactRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 8);
+  messageDesc(file_srl_v1_training, 9);
 
 /**
  * Request of DownloadArtifactFile.
@@ -477,6 +523,14 @@ export type DownloadArtifactFileRequest = Message<"srl.v1.DownloadArtifactFileRe
    * @generated from field: optional string filename = 2;
    */
   filename?: string | undefined;
+
+  /**
+   * Checkpoints only: "gguf" (the default: adapter.gguf) or "peft" (a tar of adapter_config.json
+   * and adapter_model.safetensors). Give this or `filename`.
+   *
+   * @generated from field: optional string format = 3;
+   */
+  format?: string | undefined;
 };
 
 /**
@@ -484,7 +538,7 @@ export type DownloadArtifactFileRequest = Message<"srl.v1.DownloadArtifactFileRe
  * Use `create(DownloadArtifactFileRequestSchema)` to create a new message.
  */
 export const DownloadArtifactFileRequestSchema: GenMessage<DownloadArtifactFileRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 9);
+  messageDesc(file_srl_v1_training, 10);
 
 /**
  * A piece of a downloaded file, in order.
@@ -520,7 +574,7 @@ export type FileChunk = Message<"srl.v1.FileChunk"> & {
  * Use `create(FileChunkSchema)` to create a new message.
  */
 export const FileChunkSchema: GenMessage<FileChunk> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 10);
+  messageDesc(file_srl_v1_training, 11);
 
 /**
  * A file sent to CreateArtifact.
@@ -544,7 +598,7 @@ export type UploadedFile = Message<"srl.v1.UploadedFile"> & {
  * Use `create(UploadedFileSchema)` to create a new message.
  */
 export const UploadedFileSchema: GenMessage<UploadedFile> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 11);
+  messageDesc(file_srl_v1_training, 12);
 
 /**
  * A file of an artifact.
@@ -568,7 +622,7 @@ export type ArtifactFile = Message<"srl.v1.ArtifactFile"> & {
  * Use `create(ArtifactFileSchema)` to create a new message.
  */
 export const ArtifactFileSchema: GenMessage<ArtifactFile> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 12);
+  messageDesc(file_srl_v1_training, 13);
 
 /**
  * An artifact version.
@@ -629,7 +683,7 @@ export type Artifact = Message<"srl.v1.Artifact"> & {
  * Use `create(ArtifactSchema)` to create a new message.
  */
 export const ArtifactSchema: GenMessage<Artifact> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 13);
+  messageDesc(file_srl_v1_training, 14);
 
 /**
  * Request of ListTrainingJobs.
@@ -658,7 +712,7 @@ export type ListTrainingJobsRequest = Message<"srl.v1.ListTrainingJobsRequest"> 
  * Use `create(ListTrainingJobsRequestSchema)` to create a new message.
  */
 export const ListTrainingJobsRequestSchema: GenMessage<ListTrainingJobsRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 14);
+  messageDesc(file_srl_v1_training, 15);
 
 /**
  * A page of training jobs.
@@ -697,7 +751,7 @@ export type ListTrainingJobsResponse = Message<"srl.v1.ListTrainingJobsResponse"
  * Use `create(ListTrainingJobsResponseSchema)` to create a new message.
  */
 export const ListTrainingJobsResponseSchema: GenMessage<ListTrainingJobsResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_training, 15);
+  messageDesc(file_srl_v1_training, 16);
 
 /**
  * Training jobs: RL from scored trajectory groups, SFT from uploaded data. Creating a job only
@@ -760,7 +814,9 @@ export const Training: GenService<{
   /**
    * Downloads one file of an artifact: uploaded data (`wandb-artifact:///{entity}/{project}/{name}:v{N}`
    * or `:latest`), or a model checkpoint's LoRA adapter (`...{name}:step{N}`, `:latest` or
-   * `{project}/{name}:step{N}`; file `adapter.gguf`, llama.cpp's LoRA format for the model's base).
+   * `{project}/{name}:step{N}`): `adapter.gguf` (llama.cpp's LoRA format for the model's base, the
+   * default), `adapter_config.json` or `adapter_model.safetensors` (PEFT's format, for vLLM and
+   * `peft.PeftModel.from_pretrained`), or with `format: "peft"` both PEFT files as one tar archive.
    *
    * @generated from rpc srl.v1.Training.DownloadArtifactFile
    */

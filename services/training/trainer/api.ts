@@ -1,25 +1,29 @@
-// The trainer as the worker sees it (services/training/worker). One call runs one training job
-// (one optimizer pass over the job's data) and writes the new LoRA adapter; it runs in a worker
-// thread so the server never blocks. Implemented by ./index.ts.
+// The trainer as the worker sees it (services/training/worker): one call runs one training job
+// (one pass over the job's data) and returns the new adapter. Implemented by ./index.ts: the job
+// is prepared here (tokenization with the engine's own tokenizer and template, advantages, the
+// plan of optimizer steps) and trained by a trainer process (./engine, PyTorch).
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { AdapterFileSet, BaseModelRef, InputAdapter } from "./engine/trainer-job.js";
+
+export type { AdapterFileSet, BaseModelRef, InputAdapter } from "./engine/trainer-job.js";
 
 export interface TrainingJobInput {
+  jobId: string;
   kind: "rl" | "sft";
-  /** The base model's GGUF file. */
-  baseModelPath: string;
-  /** The model's latest adapter (LoRA GGUF) to continue from; null at step 0 (fresh LoRA). */
-  previousAdapterPath: string | null;
-  /** Where to write the new adapter (a new path per checkpoint). */
-  adapterOutPath: string;
+  baseModel: BaseModelRef;
+  /** The model's latest adapter to continue from; null at step 0 (a fresh LoRA). */
+  previousAdapter: InputAdapter | null;
+  /** RL with a KL penalty: the reference policy's adapter; null: the base model. */
+  referenceAdapter?: InputAdapter | null;
   /** RL: the trajectory groups exactly as the client sent them (ART JSON shapes). */
   groups?: JsonObject[];
   /** RL: experimental_config as sent (nulls mean defaults; unknown keys ignored). */
   experimentalConfig?: JsonObject;
   /** SFT: one row per conversation, `{"messages": [...], "tools"?: [...]}` (train.jsonl lines). */
   sftRows?: JsonObject[];
-  /** SFT: `{"batch_size"?: int | "auto", "learning_rate"?: number | number[]}`. */
+  /** SFT: `{"batch_size"?: int | "auto", "learning_rate"?: number | number[], "lora_config"?: {...}}`. */
   sftConfig?: JsonObject;
-  /** llama.cpp-independent compute threads hint for the trainer (wasm is single-threaded today). */
+  /** Seeds the row order and a fresh LoRA's initialisation: the same data trains the same way. */
   seed?: number;
 }
 
@@ -33,8 +37,10 @@ export interface TrainingProgress {
 export interface TrainingJobResult {
   /** The job's metrics averaged over its optimizer steps (they go on the checkpoint). */
   metrics: Record<string, number>;
-  /** False when the job had nothing trainable: the previous adapter was carried over unchanged. */
+  /** False when the job had nothing trainable: the previous adapter carries over unchanged. */
   trained: boolean;
+  /** The new adapter (both formats); null when nothing was trained. */
+  adapter: AdapterFileSet | null;
 }
 
 /** Thrown for bad input (the job fails with this message; nothing is retried). */

@@ -1,5 +1,6 @@
-// runTrainingJob (see ./api.ts): runs one training job in a worker thread, so the jax-js compute
-// never blocks the server's event loop, and relays its progress.
+// runTrainingJob (see ./api.ts): prepares the job in a worker thread (tokenization and planning
+// are CPU work the server's event loop must not wait on), then trains it on a trainer of the pool
+// (PyTorch, ./engine), relaying its progress in the spec's metric names.
 //
 // The thread must load .ts sources. `execArgv: ["--import", "tsx"]` does not work on Node 20 (the
 // worker's entry is resolved before the hooks apply: ERR_UNKNOWN_FILE_EXTENSION, measured on
@@ -11,17 +12,78 @@ import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { TrainingInputError, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "./api.js";
-import { TrainingAbortedError } from "./runner/progress.js";
+import type { TrainerPool } from "./engine/trainer-pool.js";
+import { TrainingAbortedError, meanMetrics } from "./runner/progress.js";
+import type { PrepareContext } from "./runner/prepare.js";
+import type { PreparedJob } from "./runner/prepared-job.js";
 import type { FromWorker, ToWorker } from "./runner/protocol.js";
 
 export { TrainingInputError } from "./api.js";
 export type { TrainingJobInput, TrainingJobResult, TrainingProgress } from "./api.js";
 export { TrainingAbortedError } from "./runner/progress.js";
+export { TrainerLostError } from "./engine/trainer-client.js";
 
 const WORKER_URL = new URL("./runner/worker.ts", import.meta.url);
-/** After an abort the job stops at the end of its current step; a step that hangs is cut off. */
-const ABORT_GRACE_MS = 60_000;
-const WORKER_EXIT_GRACE_MS = 5_000;
+
+export type TrainFunction = (input: TrainingJobInput, progress: TrainingProgress, signal: AbortSignal) => Promise<TrainingJobResult>;
+
+/** The worker's `train`: every job on `pool`. */
+export function trainerFor(pool: TrainerPool): TrainFunction {
+  return (input, progress, signal) => runTrainingJob(pool, input, progress, signal);
+}
+
+export async function runTrainingJob(pool: TrainerPool, input: TrainingJobInput, progress: TrainingProgress, signal: AbortSignal): Promise<TrainingJobResult> {
+  const started = performance.now();
+  // The trainer decides what it can train; a quantized base changes an RL default (rl/config.ts).
+  const facts = await pool.inspect(input.baseModel);
+  if (!facts.trainable) throw new TrainingInputError(`base model ${input.baseModel.name} cannot be trained: ${facts.reason}`);
+  const prepared = await prepareInThread(input, { quantizedBase: facts.quantized }, signal);
+  if (signal.aborted) throw new TrainingAbortedError();
+  if (prepared.skip) {
+    progress.started(0);
+    return { metrics: { ...prepared.jobMetrics, "time/step_trainer_s": seconds(started) }, trained: false, adapter: null };
+  }
+  const steps: Record<string, number>[] = [];
+  const outcome = await pool.train(
+    {
+      jobId: input.jobId,
+      baseModel: input.baseModel,
+      lora: prepared.lora,
+      loss: prepared.loss,
+      optimizer: prepared.optimizer,
+      rows: prepared.rows,
+      steps: prepared.steps,
+      previousAdapter: input.previousAdapter,
+      referenceAdapter: input.referenceAdapter ?? null,
+    },
+    {
+      started: (numSteps) => progress.started(numSteps),
+      step: (step, metrics) => {
+        const reported = stepMetrics(prepared, step, metrics);
+        steps.push(reported);
+        progress.step(reported);
+      },
+    },
+    signal,
+  );
+  const { gradient_step: _index, ...averaged } = meanMetrics(steps);
+  return {
+    metrics: { ...averaged, ...prepared.jobMetrics, "time/step_trainer_s": seconds(started) },
+    trained: outcome.trained,
+    adapter: outcome.trained ? outcome.adapter : null,
+  };
+}
+
+/** The spec's per-step metrics: the trainer's, in the order and with the overrides ART reports. */
+function stepMetrics(prepared: PreparedJob, step: number, trainer: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = { gradient_step: step, ...trainer };
+  if (prepared.reportedLearningRate !== null) out.learning_rate = prepared.reportedLearningRate;
+  return { ...out, ...prepared.stepMetrics };
+}
+
+function seconds(since: number): number {
+  return (performance.now() - since) / 1000;
+}
 
 let bootstrap: string | undefined;
 function workerBootstrap(): string {
@@ -30,71 +92,40 @@ function workerBootstrap(): string {
     const pkg = JSON.parse(readFileSync(pkgPath, "utf8")) as { exports?: Record<string, { import?: { default?: string } } | string> };
     const entry = pkg.exports?.["./esm/api"];
     const rel = typeof entry === "object" ? entry.import?.default : undefined;
-    if (!rel) throw new Error("tsx/esm/api has no ESM entry; cannot start the training worker");
+    if (!rel) throw new Error("tsx/esm/api has no ESM entry; cannot start the preparation thread");
     const api = pathToFileURL(join(dirname(pkgPath), rel)).href;
     bootstrap = `import(${JSON.stringify(api)}).then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); });`;
   }
   return bootstrap;
 }
 
-export function runTrainingJob(input: TrainingJobInput, progress: TrainingProgress, signal: AbortSignal): Promise<TrainingJobResult> {
+function prepareInThread(input: TrainingJobInput, context: PrepareContext, signal: AbortSignal): Promise<PreparedJob> {
   if (signal.aborted) return Promise.reject(new TrainingAbortedError());
-  return new Promise<TrainingJobResult>((resolve, reject) => {
-    const worker = new Worker(workerBootstrap(), { eval: true, workerData: input });
+  return new Promise<PreparedJob>((resolve, reject) => {
+    // Only what preparation reads crosses to the thread (adapters stay here).
+    const threadInput: TrainingJobInput = { ...input, previousAdapter: null, referenceAdapter: null };
+    const worker = new Worker(workerBootstrap(), { eval: true, workerData: { input: threadInput, context } satisfies ToWorker });
     let settled = false;
-    let graceTimer: NodeJS.Timeout | undefined;
-    let exited = false;
-    const finish = (outcome: { result: TrainingJobResult } | { error: Error }) => {
+    const finish = (outcome: { job: PreparedJob } | { error: Error }) => {
       if (settled) return;
       settled = true;
       signal.removeEventListener("abort", onAbort);
-      clearTimeout(graceTimer);
-      // The worker ends by itself after its last message; a straggler is stopped a little later.
-      // (Only once its llama.cpp instance is gone: see runner/tokenizer.ts.)
-      if (!exited) {
-        worker.postMessage({ type: "abort" } satisfies ToWorker); // stops a job still running (a throwing callback)
-        setTimeout(() => void worker.terminate(), WORKER_EXIT_GRACE_MS).unref();
-      }
-      if ("result" in outcome) resolve(outcome.result);
+      if ("job" in outcome) resolve(outcome.job);
       else reject(outcome.error);
     };
-    const onAbort = () => {
-      worker.postMessage({ type: "abort" } satisfies ToWorker);
-      graceTimer = setTimeout(() => finish({ error: new TrainingAbortedError() }), ABORT_GRACE_MS);
-      graceTimer.unref();
-    };
+    // A preparation is not interruptible; a cancelled job just stops waiting for it. (The thread
+    // is never terminated: it may hold a node-llama-cpp instance, see runner/tokenizer.ts.)
+    const onAbort = () => finish({ error: new TrainingAbortedError() });
     signal.addEventListener("abort", onAbort, { once: true });
-
     worker.on("message", (message: FromWorker) => {
-      if (settled) return;
-      try {
-        switch (message.type) {
-          case "started":
-            progress.started(message.numSequences);
-            break;
-          case "step":
-            progress.step(message.metrics);
-            break;
-          case "done":
-            finish({ result: message.result });
-            break;
-          case "error": {
-            const error =
-              message.kind === "input" ? new TrainingInputError(message.message) : message.kind === "aborted" ? new TrainingAbortedError() : new Error(`trainer: ${message.message}`);
-            if (message.kind === "internal" && message.stack) error.stack = message.stack;
-            finish({ error });
-            break;
-          }
-        }
-      } catch (error) {
-        // A throwing progress callback fails the job rather than the worker's message loop.
-        finish({ error: error instanceof Error ? error : new Error(String(error)) });
+      if (message.type === "prepared") finish({ job: message.job });
+      else {
+        const error = message.kind === "input" ? new TrainingInputError(message.message) : new Error(`preparing the job: ${message.message}`);
+        if (message.kind === "internal" && message.stack) error.stack = message.stack;
+        finish({ error });
       }
     });
     worker.on("error", (error) => finish({ error }));
-    worker.on("exit", (code) => {
-      exited = true;
-      finish({ error: new Error(`the training worker exited (code ${code}) without a result`) });
-    });
+    worker.on("exit", (code) => finish({ error: new Error(`the preparation thread exited (code ${code}) without a result`) }));
   });
 }

@@ -14,14 +14,15 @@ if (!uri) {
 }
 const database = await connectDatabase(uri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
 if (database.serialized) log.warn("database is FerretDB: its concurrent updates are atomic only within one process; a worker next to the server can race with it (use MongoDB for several workers)");
-const { worker } = await buildServices(database.db, config, log);
+const { worker, trainers } = await buildServices(database.db, config, log);
 worker.start();
-process.stdout.write(`Training worker ${worker.id} is claiming jobs from ${uri}${config.mongodbDb}. Stop it with Ctrl-C.\n`);
+process.stdout.write(`Training worker ${worker.id} is claiming jobs from ${uri}${config.mongodbDb}, training on ${trainers.describeTargets()}. Stop it with Ctrl-C.\n`);
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
   await worker.stop();
+  await trainers.stop();
   await database.close();
   process.exit(0);
 };

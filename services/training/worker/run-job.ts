@@ -1,23 +1,22 @@
 // One claimed job, start to finish: gather the input, run the trainer with heartbeats, then write
 // the checkpoint (adapter first, then the row, listed and servable) before `training_ended`. Any
 // failure ends the job with exactly one `training_failed` carrying the reason.
-import { copyFile, mkdir, readFile, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { stat } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Artifacts } from "../../artifacts/store.js";
 import { isDatabaseUnavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
 import type { EventLog } from "../../events/event-log.js";
-import type { AdapterFiles } from "../../inference/adapter-files.js";
 import type { BaseModelCatalog } from "../../models/catalog.js";
-import type { Checkpoints } from "../../models/checkpoints.js";
+import type { AdapterBytes, Checkpoints } from "../../models/checkpoints.js";
 import type { ModelRegistry } from "../../models/registry.js";
 import type { Runs } from "../../models/runs.js";
 import { resolveTrainingData } from "../artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "../jobs.js";
 import { resolveKlReference } from "../kl-reference.js";
 import { parseTrainJsonl, readSftRows } from "../sft-data.js";
-import { TrainingInputError, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
+import { TrainingInputError, type InputAdapter, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
+import { TrainerLostError } from "../trainer/engine/trainer-client.js";
 
 export interface WorkerDeps {
   jobs: TrainingJobs;
@@ -27,11 +26,9 @@ export interface WorkerDeps {
   checkpoints: Checkpoints;
   runs: Runs;
   artifacts: Artifacts;
-  adapters: AdapterFiles;
   /** The base model's GGUF path for a catalog source (built-in, file or hf:). */
   baseModelPath(source: string): Promise<string>;
   train(input: TrainingJobInput, progress: TrainingProgress, signal: AbortSignal): Promise<TrainingJobResult>;
-  dataDir: string;
   /** Hosts https training data may come from (ARTIFACT_HTTPS_HOSTS). */
   artifactHttpsHosts: readonly string[];
   log: Logger;
@@ -40,6 +37,8 @@ export interface WorkerDeps {
 export interface JobRunOptions {
   workerId: string;
   leaseMs: number;
+  /** Attempts a job gets when its trainer process dies under it. */
+  maxAttempts: number;
   /** Set when the worker shuts down: the job goes back to the queue instead of failing. */
   shutdown: AbortSignal;
 }
@@ -81,13 +80,20 @@ export async function runJob(deps: WorkerDeps, job: TrainingJobRecord, options: 
       return;
     }
     if (lost.value) return;
+    if (error instanceof TrainerLostError && job.attempts < options.maxAttempts) {
+      // As a lost lease: the attempt counts, and the job is tried again (the trainer restarts).
+      log.warn("training job interrupted: its trainer stopped; the job will be tried again", { job_id: job._id, attempt: job.attempts, error });
+      await jobs.release(job._id, options.workerId);
+      return;
+    }
     if (isDatabaseUnavailable(error)) {
       // Not the job's fault: leave it claimed; once its lease runs out it is tried again (a new
       // attempt), by this worker or another, when the database answers.
       log.warn("training job interrupted: the database is unavailable; it will be retried after its lease", { job_id: job._id, error });
       return;
     }
-    const message = error instanceof Error ? error.message : String(error);
+    const message =
+      error instanceof TrainerLostError ? `the trainer stopped during each of the job's ${job.attempts} attempts; last: ${error.message}` : error instanceof Error ? error.message : String(error);
     if (!(error instanceof TrainingInputError)) log.error("training job failed", { job_id: job._id, error });
     if (await jobs.fail(job._id, message, options.workerId)) {
       if (!(await events.hasEnded(job._id))) await events.append(job._id, "training_failed", { error_message: message });
@@ -117,31 +123,23 @@ async function train(
   if (!base) throw new TrainingInputError(`base model ${model.base_model} is no longer offered by this deployment`);
   const latest = await checkpoints.latest(model._id);
   const step = (latest?.step ?? 0) + 1;
-  const previousAdapterPath = latest?.adapter_blob_id ? await deps.adapters.pathFor(latest._id, latest.adapter_blob_id) : null;
-  const adapterOutPath = join(deps.dataDir, "adapters", `job-${job._id}-${job.attempts}.gguf`);
-  await mkdir(join(deps.dataDir, "adapters"), { recursive: true });
-
-  const input: TrainingJobInput =
-    job.type === "rl"
-      ? {
-          kind: "rl",
-          baseModelPath: await deps.baseModelPath(base.source),
-          previousAdapterPath,
-          adapterOutPath,
-          groups: await deps.jobs.inputOf(job),
-          experimentalConfig: await resolveKlReference(deps, model, latest?.step ?? 0, config),
-          seed: step,
-        }
-      : {
-          kind: "sft",
-          baseModelPath: await deps.baseModelPath(base.source),
-          previousAdapterPath,
-          adapterOutPath,
-          sftRows: await sftRows(deps, job),
-          sftConfig: (config.config ?? {}) as JsonObject,
-          // The same data trains the same way (row order, LoRA init): seeded by the new step.
-          seed: step,
-        };
+  const previous = latest ? await checkpoints.readAdapter(latest) : null;
+  const ggufPath = await deps.baseModelPath(base.source);
+  const common = {
+    jobId: job._id,
+    baseModel: { name: base.name, ggufPath, ggufSize: (await stat(ggufPath)).size, source: base.source, trainWeights: base.trainWeights ?? "" },
+    previousAdapter: previous ? inputAdapter(previous) : null,
+    // The same data trains the same way (row order, LoRA init): seeded by the new step.
+    seed: step,
+  };
+  let input: TrainingJobInput;
+  if (job.type === "rl") {
+    const kl = await resolveKlReference(deps, model, latest?.step ?? 0, config);
+    const reference = kl.reference ? await checkpoints.readAdapter(kl.reference) : null;
+    input = { ...common, kind: "rl", groups: await deps.jobs.inputOf(job), experimentalConfig: kl.config, referenceAdapter: reference ? inputAdapter(reference) : null };
+  } else {
+    input = { ...common, kind: "sft", sftRows: await sftRows(deps, job), sftConfig: (config.config ?? {}) as JsonObject };
+  }
 
   const alreadyStarted = await events.hasStarted(job._id);
   // Progress arrives as callbacks; the appends are chained so events keep their order and all
@@ -160,10 +158,25 @@ async function train(
   await appended;
   if (signal.aborted) throw new Error("aborted");
 
-  const adapter = await adapterBytes(adapterOutPath, result, previousAdapterPath);
-  const checkpoint = await checkpoints.create(model._id, step, result.metrics, adapter ? { filename: `step-${step}.gguf`, data: adapter } : undefined, job._id);
-  await rm(adapterOutPath, { force: true });
+  const checkpoint = await checkpoints.create(model._id, step, result.metrics, newAdapter(result, previous), job._id);
   return { id: checkpoint._id, step, created: true, runId: model.run_id, metrics: result.metrics, metricsStep: metricsStep(step) };
+}
+
+/** The adapter to continue from: PEFT's files when the checkpoint has them (exact f32, the
+ * trainer's own layout), else the GGUF (checkpoints written before PEFT export). */
+function inputAdapter(adapter: AdapterBytes): InputAdapter {
+  return adapter.peft ? { format: "peft", files: adapter.peft } : { format: "gguf", files: { "adapter.gguf": adapter.gguf } };
+}
+
+/** The new checkpoint's adapter; with nothing trained, the previous one carries over (none at step 0). */
+function newAdapter(result: TrainingJobResult, previous: AdapterBytes | null): AdapterBytes | undefined {
+  if (result.adapter) {
+    const gguf = result.adapter.gguf["adapter.gguf"];
+    if (!gguf) throw new Error("the trainer reported success but sent no GGUF adapter");
+    return { gguf, peft: Object.keys(result.adapter.peft).length > 0 ? result.adapter.peft : null };
+  }
+  if (result.trained) throw new Error("the trainer reported success but sent no adapter");
+  return previous ?? undefined;
 }
 
 async function sftRows(deps: WorkerDeps, job: TrainingJobRecord): Promise<JsonObject[]> {
@@ -178,18 +191,6 @@ async function sftRows(deps: WorkerDeps, job: TrainingJobRecord): Promise<JsonOb
   });
   if (!response.ok) throw new TrainingInputError(`could not download ${url}: HTTP ${response.status}`);
   return parseTrainJsonl(await response.text());
-}
-
-/** The new adapter's bytes; with nothing trained, the previous adapter carries over (or none at step 0). */
-async function adapterBytes(path: string, result: TrainingJobResult, previous: string | null): Promise<Buffer | null> {
-  const exists = await stat(path).then(() => true, () => false);
-  if (exists) return readFile(path);
-  if (!result.trained && previous) {
-    await copyFile(previous, path);
-    return readFile(path);
-  }
-  if (!result.trained) return null;
-  throw new Error("the trainer reported success but wrote no adapter");
 }
 
 function metricLoggingStep(config: JsonObject): number | undefined {

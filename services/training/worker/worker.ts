@@ -61,7 +61,7 @@ export class TrainingWorker {
           continue;
         }
         log.info("training job claimed", { job_id: job._id, model_id: job.model_id, type: job.type, attempt: job.attempts });
-        await runJob(this.deps, job, { workerId: this.id, leaseMs: this.options.leaseMs, shutdown: this.shutdown.signal });
+        await runJob(this.deps, job, { workerId: this.id, leaseMs: this.options.leaseMs, maxAttempts: this.options.maxAttempts, shutdown: this.shutdown.signal });
       } catch (error) {
         log.error("training worker error", { error });
         await new Promise((resolve) => setTimeout(resolve, this.options.pollMs));

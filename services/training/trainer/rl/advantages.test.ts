@@ -1,16 +1,10 @@
-// Spec §3 / §2.2-2.3 by hand, then through the loss. Every row below has a 3-token prompt
-// [1, 2, 3] and n trainable tokens with new = old = -1, so ρ = 1 and CISPO's per-token loss is
-// -1·A·(-1)·w = A·w; a row's "mean" loss is A·w and the row-mean loss is mean_r(A_r·w_r).
-import { init } from "@jax-js/jax";
-import { beforeAll, describe, expect, it } from "vitest";
+// Spec §3 / §2.2-2.3 by hand, then as the loss sees them. Every row below has a 3-token prompt
+// [1, 2, 3] and n trainable tokens; with new = old log-probs ρ = 1 and CISPO's per-token loss is
+// -1·A·new·w, so at new = -1 a row's "mean" loss is A·w and the row-mean loss is mean_r(A_r·w_r)
+// (the loss itself is tested in services/training/torch_trainer/tests/test_losses.py).
+import { describe, expect, it } from "vitest";
 import { groupAdvantages, planRlRows, type AdvantageConfig, type AdvantageRow } from "./advantages.js";
 import { resolveRlConfig } from "./config.js";
-import { referenceLoss, type ReferenceLossInputs } from "./reference-loss.js";
-import { jaxLoss } from "./test-helpers.js";
-
-beforeAll(async () => {
-  await init("wasm");
-});
 
 const CONFIG: AdvantageConfig = resolveRlConfig({ scale_rewards: false });
 
@@ -25,19 +19,10 @@ function row(groupIndex: number, trajectoryIndex: number, n: number): AdvantageR
   };
 }
 
-/** The kept rows as loss inputs (new = old = -1 on trainable tokens), padded to one length. */
-function lossInputs(rows: AdvantageRow[], plans: ReturnType<typeof planRlRows>["rows"]): ReferenceLossInputs {
-  const kept = rows.filter((_, i) => plans[i]!.kept);
-  const keptPlans = plans.filter((p) => p.kept);
-  const T = Math.max(...kept.map((r) => r.tokens.length));
-  const pad = <V>(values: readonly V[], fill: V) => [...values, ...Array<V>(T - values.length).fill(fill)];
-  return {
-    newLogprobs: kept.map((r) => pad(r.tokens.map(() => -1), -1)),
-    oldLogprobs: kept.map((r) => pad(r.oldLogprobs, null)),
-    mask: kept.map((r) => pad(r.assistantMask.map(Number), 0)),
-    advantages: keptPlans.map((p) => p.advantage),
-    weights: keptPlans.map((p) => p.weight),
-  };
+/** CISPO's row-mean loss of the kept rows at new = old = -1: mean over rows of A·w. */
+function rowMeanLoss(plans: ReturnType<typeof planRlRows>["rows"]): number {
+  const kept = plans.filter((p) => p.kept);
+  return kept.reduce((sum, p) => sum + p.advantage * p.weight, 0) / kept.length;
 }
 
 describe("groupAdvantages", () => {
@@ -105,9 +90,7 @@ describe("planRlRows", () => {
       expect(p.promptLength).toBe(2); // min(LCP 3, first logprob 3) - 1
       expect(p.learningRateMultiplier).toBe(1);
     });
-    const x = lossInputs(ROWS, plan.rows);
-    expect(referenceLoss(x, resolveRlConfig({})).loss).toBeCloseTo(loss, 6);
-    expect(jaxLoss(x, resolveRlConfig({})).loss).toBeCloseTo(loss, 5);
+    expect(rowMeanLoss(plan.rows)).toBeCloseTo(loss, 6);
   });
 
   it("drops zero-advantage trajectories before weighting", () => {
@@ -118,9 +101,7 @@ describe("planRlRows", () => {
     expect(plan.rows.map((p) => p.drop)).toEqual([null, null, "zero_advantage"]);
     expect(plan.rows.map((p) => p.advantage)).toEqual([expect.closeTo(1, 6), expect.closeTo(-1, 6), 0]);
     expect(plan.rows.map((p) => p.weight)).toEqual([expect.closeTo(1.5, 5), expect.closeTo(0.75, 5), 0]);
-    const x = lossInputs(rows, plan.rows);
-    expect(referenceLoss(x, resolveRlConfig({})).loss).toBeCloseTo(0.375, 5);
-    expect(jaxLoss(x, resolveRlConfig({})).loss).toBeCloseTo(0.375, 5);
+    expect(rowMeanLoss(plan.rows)).toBeCloseTo(0.375, 5);
     expect(plan.counts).toMatchObject({ keptRows: 2, trainableTokens: 3, zeroAdvantageRows: 1, groupsTrainable: 1 });
   });
 

@@ -22,7 +22,6 @@ describe("resolveRlConfig", () => {
       klPenaltySource: "current_learner",
       klPenaltyReferenceStep: null,
       klPenaltyStepLag: null,
-      klRefAdapterPath: null,
       numTrajectoriesLearningRateMultiplierPower: 0,
       logprobCalculationChunkSize: 1024,
       packedSequenceLength: null,

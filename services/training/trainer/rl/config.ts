@@ -30,7 +30,6 @@ export interface RlConfig {
   klPenaltySource: KlPenaltySource;
   klPenaltyReferenceStep: number | null;
   klPenaltyStepLag: number | null;
-  klRefAdapterPath: string | null;
   numTrajectoriesLearningRateMultiplierPower: number;
   logprobCalculationChunkSize: number;
   packedSequenceLength: number | null;
@@ -41,7 +40,19 @@ export interface RlConfig {
 
 export const DEFAULT_RL_LEARNING_RATE = 5e-6;
 
-export function resolveRlConfig(sent: JsonObject | null | undefined): RlConfig {
+/** What the service knows of the job beyond its config. */
+export interface RlContext {
+  /**
+   * The base model is quantized, so the engine samples with quantized activations and the trainer
+   * (on dequantized weights) disagrees with the sampler's log-probs by ~0.07 on average and up to
+   * ~0.3 (SmolLM2 Q4_1). `precalculate_logprobs` then defaults to true: the ratio is measured
+   * against the trainer's own pre-update policy, and the sampler's values only feed the gap metrics
+   * (and truncated importance sampling, when set). An explicit value is honoured.
+   */
+  quantizedBase?: boolean;
+}
+
+export function resolveRlConfig(sent: JsonObject | null | undefined, context: RlContext = {}): RlConfig {
   const c = new Reader(sent ?? {});
   const ppo = c.bool("ppo");
   const lossFnSent = c.oneOf("loss_fn", ["cispo", "ppo"] as const);
@@ -78,7 +89,7 @@ export function resolveRlConfig(sent: JsonObject | null | undefined): RlConfig {
     maxNegativeAdvantageImportanceSamplingWeight: nonZero(c.number("max_negative_advantage_importance_sampling_weight")),
     maskProbRatio: c.bool("mask_prob_ratio") ?? false,
     kimiK2Tau: nonZero(kimi ?? vendor),
-    precalculateLogprobs: c.bool("precalculate_logprobs") ?? false,
+    precalculateLogprobs: c.bool("precalculate_logprobs") ?? context.quantizedBase ?? false,
     allowTrainingWithoutLogprobs: c.bool("allow_training_without_logprobs") ?? false,
     truncatedImportanceSampling: nonZero(c.number("truncated_importance_sampling")),
     klPenaltyCoef: klCoef,
@@ -86,7 +97,6 @@ export function resolveRlConfig(sent: JsonObject | null | undefined): RlConfig {
     klPenaltySource: c.oneOf("kl_penalty_source", ["current_learner", "sample"] as const) ?? (klCoef > 0 ? "sample" : "current_learner"),
     klPenaltyReferenceStep: referenceStep,
     klPenaltyStepLag: stepLag,
-    klRefAdapterPath: c.string("kl_ref_adapter_path"),
     numTrajectoriesLearningRateMultiplierPower: c.number("num_trajectories_learning_rate_multiplier_power") ?? 0,
     logprobCalculationChunkSize: chunk,
     packedSequenceLength: packed,

@@ -1,10 +1,11 @@
-// Messages between runTrainingJob (main thread) and the training worker thread.
-import type { TrainingJobResult } from "../api.js";
+// Messages between the main thread and the preparation thread (../index.ts, ./worker.ts).
+import type { TrainingJobInput } from "../api.js";
+import type { PrepareContext } from "./prepare.js";
+import type { PreparedJob } from "./prepared-job.js";
 
-export type ToWorker = { type: "abort" };
+export interface ToWorker {
+  input: TrainingJobInput;
+  context: PrepareContext;
+}
 
-export type FromWorker =
-  | { type: "started"; numSequences: number }
-  | { type: "step"; metrics: Record<string, number> }
-  | { type: "done"; result: TrainingJobResult }
-  | { type: "error"; message: string; kind: "input" | "aborted" | "internal"; stack?: string };
+export type FromWorker = { type: "prepared"; job: PreparedJob } | { type: "error"; message: string; kind: "input" | "internal"; stack?: string };

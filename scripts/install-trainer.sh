@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Installs the trainer's Python environment (PyTorch + transformers + PEFT, exactly as pinned in
+# services/training/torch_trainer/requirements.lock) into a venv cached OUTSIDE the clone:
+#   ${SRL_CACHE_DIR:-$HOME/.cache/srl}/trainer-venv-<16 hex of sha256(requirements.lock + `python3 --version`)>
+# and points the stable link .cache/trainer-venv at it (the service and the tests run
+# .cache/trainer-venv/bin/python unless TRAINER_PYTHON is set).
+# A venv counts as installed only once its stamp file exists (written after pip install, pip check
+# and an import check); one without the stamp is a half-finished install and is deleted and redone.
+# Idempotent, non-interactive, safe under CI=true; a fraction of a second when already installed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOCK="$ROOT/services/training/torch_trainer/requirements.lock"
+CACHE="${SRL_CACHE_DIR:-$HOME/.cache/srl}"
+LINK="$ROOT/.cache/trainer-venv"
+STAMP_NAME=".srl-trainer-installed"
+MIN_MINOR=11 # torch 2.15, numpy 2.4 and transformers 5.24 (requirements.lock) need Python >= 3.11
+
+if [ ! -f "$LOCK" ]; then
+  echo "install-trainer: $LOCK is missing" >&2
+  exit 1
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "install-trainer: python3 not found on PATH; the trainer needs Python 3.$MIN_MINOR or newer (with its venv module)" >&2
+  exit 1
+fi
+PYVER="$(python3 --version 2>&1 || true)"
+if [[ ! "$PYVER" =~ ^Python\ 3\.([0-9]+) ]] || [ "${BASH_REMATCH[1]}" -lt "$MIN_MINOR" ]; then
+  echo "install-trainer: python3 is '$PYVER' ($(command -v python3)); the trainer needs Python 3.$MIN_MINOR or newer" >&2
+  echo "install-trainer: (torch, numpy and transformers as pinned in requirements.lock require it)" >&2
+  exit 1
+fi
+
+KEY="$({ cat "$LOCK"; printf '%s\n' "$PYVER"; } | sha256sum | cut -c1-16)"
+VENV="$CACHE/trainer-venv-$KEY"
+STAMP="$VENV/$STAMP_NAME"
+
+installed() {
+  [ -f "$STAMP" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$KEY" ] && "$VENV/bin/python" -c '' >/dev/null 2>&1
+}
+
+link() {
+  mkdir -p "$ROOT/.cache"
+  if [ "$(readlink "$LINK" 2>/dev/null || true)" = "$VENV" ]; then
+    return
+  fi
+  if [ -e "$LINK" ] && [ ! -L "$LINK" ]; then
+    rm -rf "$LINK"
+  fi
+  ln -sfn "$VENV" "$LINK.tmp.$$"
+  mv -fT "$LINK.tmp.$$" "$LINK"
+}
+
+if installed; then
+  link
+  echo "install-trainer: Python environment ready at $VENV ($PYVER)"
+  exit 0
+fi
+
+mkdir -p "$CACHE"
+# Parallel runs (several checkouts, test workers) may get here at once: one installs, the others
+# wait and then find the stamp.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE/trainer-venv-$KEY.lock"
+  if ! flock -n 9; then
+    echo "install-trainer: another process is installing $VENV; waiting for it"
+    flock 9
+  fi
+  if installed; then
+    link
+    echo "install-trainer: Python environment ready at $VENV (installed by a concurrent run)"
+    exit 0
+  fi
+fi
+
+START=$SECONDS
+if [ -e "$VENV" ]; then
+  echo "install-trainer: removing the unfinished environment at $VENV (no completion stamp; an earlier install stopped part way)"
+  rm -rf "$VENV"
+fi
+
+echo "install: creating the trainer's Python environment at $VENV (PyTorch and its CUDA libraries: several GB, first time only)"
+if ! python3 -m venv "$VENV"; then
+  echo "install-trainer: 'python3 -m venv' failed ($PYVER); on Debian/Ubuntu install the python3-venv package" >&2
+  rm -rf "$VENV"
+  exit 1
+fi
+
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --no-input)
+INSTALL=(install --no-deps --only-binary=:all: -r "$LOCK")
+
+if [ -t 1 ] && { [ -z "${CI:-}" ] || [ "${CI:-}" = false ]; }; then
+  # A terminal: pip's own output, progress bars included.
+  "${PIP[@]}" "${INSTALL[@]}"
+else
+  # CI or a log file: pip's lines as they come (no progress bars, which need a terminal), and a
+  # status line every 30 s, so long downloads and unpacking of the big wheels never look stuck.
+  PIPLOG="$CACHE/trainer-venv-$KEY.pip.log"
+  : >"$PIPLOG"
+  (
+    while sleep 30 >/dev/null 2>&1; do
+      last="$(grep -v '^[[:space:]]*$' "$PIPLOG" 2>/dev/null | tail -n 1 | cut -c1-160 || true)"
+      size="$(du -sm "$VENV" 2>/dev/null | cut -f1 || true)"
+      echo "install: still installing the trainer's Python environment ($((SECONDS - START)) s so far, ${size:-0} MB in place; pip: ${last:-starting})"
+    done
+  ) &
+  HEARTBEAT=$!
+  trap 'kill "$HEARTBEAT" 2>/dev/null || true' EXIT
+  status=0
+  "${PIP[@]}" "${INSTALL[@]}" --progress-bar off 2>&1 | tee "$PIPLOG" || status=$?
+  kill "$HEARTBEAT" 2>/dev/null || true
+  wait "$HEARTBEAT" 2>/dev/null || true
+  trap - EXIT
+  rm -f "$PIPLOG"
+  if [ "$status" -ne 0 ]; then
+    echo "install-trainer: pip install failed (exit $status); the unfinished environment at $VENV is redone on the next run" >&2
+    exit "$status"
+  fi
+fi
+
+echo "install-trainer: pip check"
+"${PIP[@]}" check
+echo "install-trainer: checking that torch, transformers, peft, gguf, safetensors and grpc import"
+"$VENV/bin/python" -c "import torch, transformers, peft, gguf, safetensors, numpy, grpc, grpc_tools, google.protobuf"
+
+printf '%s\n' "$KEY" >"$STAMP.tmp"
+mv -f "$STAMP.tmp" "$STAMP"
+link
+echo "install-trainer: done in $((SECONDS - START)) s: $VENV (linked from .cache/trainer-venv)"
+
+others="$(find "$CACHE" -maxdepth 1 -name 'trainer-venv-*' -type d ! -name "trainer-venv-$KEY" 2>/dev/null || true)"
+if [ -n "$others" ]; then
+  echo "install-trainer: note: older trainer environments remain (several GB each; delete them if no other checkout uses them):"
+  printf '  %s\n' $others
+fi

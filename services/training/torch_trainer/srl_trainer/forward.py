@@ -1,0 +1,108 @@
+"""The forward pass the losses need: log-probabilities (and entropies) of the scored tokens of a
+pack, with the vocabulary projection computed only at those positions and in chunks, so a
+[positions x vocabulary] logits tensor never exists whole (and under autograd each chunk is
+recomputed in the backward pass instead of kept)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator
+
+import numpy as np
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+from transformers import PreTrainedModel
+
+from .job_input import Row
+from .packing import Pack, build_pack, plan_packs
+
+
+def causal_lm_of(model: torch.nn.Module) -> PreTrainedModel:
+    """The transformers model under a PEFT wrapper (or the model itself)."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def layer_checkpointing(model: torch.nn.Module, enabled: bool) -> Iterator[None]:
+    """Recompute each decoder layer in the backward pass instead of keeping its activations.
+
+    transformers only checkpoints layers in training mode; the model stays in eval mode (no
+    dropout anywhere) and only the decoder layers' own flag is raised."""
+    lm = causal_lm_of(model)
+    if not enabled:
+        yield
+        return
+    lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    layers = [m for m in lm.modules() if getattr(m, "gradient_checkpointing", False)]
+    for layer in layers:
+        layer.training = True
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.training = False
+        lm.activation_checkpointing_disable()
+
+
+def _scored_logprobs(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor, softcap: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = F.linear(hidden, weight, bias).float()
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    lse = torch.logsumexp(logits, dim=-1)
+    logprobs = logits.gather(1, targets[:, None]).squeeze(1) - lse
+    with torch.no_grad():
+        entropy = lse - (torch.softmax(logits, dim=-1) * logits).sum(-1)
+    return logprobs, entropy
+
+
+def scored_logprobs(model: torch.nn.Module, pack: Pack, chunk_tokens: int, autocast: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log p(target), entropy) at each scored position of the pack, in float32."""
+    lm = causal_lm_of(model)
+    head = lm.get_output_embeddings()
+    softcap = getattr(lm.config, "final_logit_softcapping", None)
+    device_type = pack.input_ids.device.type
+    with torch.autocast(device_type, dtype=torch.bfloat16, enabled=autocast):
+        out = lm.get_decoder()(
+            input_ids=pack.input_ids,
+            position_ids=pack.position_ids,
+            attention_mask=pack.attention_mask,
+            use_cache=False,
+        )
+        last = out.last_hidden_state
+        hidden = last.reshape(-1, last.shape[-1]).index_select(0, pack.positions)
+        logprobs, entropies = [], []
+        for start in range(0, hidden.shape[0], chunk_tokens):
+            h = hidden[start : start + chunk_tokens]
+            t = pack.targets[start : start + chunk_tokens]
+            if torch.is_grad_enabled():
+                lp, ent = checkpoint(_scored_logprobs, h, head.weight, head.bias, t, softcap, use_reentrant=False)
+            else:
+                lp, ent = _scored_logprobs(h, head.weight, head.bias, t, softcap)
+            logprobs.append(lp)
+            entropies.append(ent)
+    if not logprobs:
+        empty = hidden.new_zeros(0, dtype=torch.float32)
+        return empty, empty
+    return torch.cat(logprobs), torch.cat(entropies).detach()
+
+
+def logprobs_by_row(model: torch.nn.Module, rows: list[Row], which: list[int], micro_batch_tokens: int, chunk_tokens: int, autocast: bool, check: Callable[[], None]) -> dict[int, np.ndarray]:
+    """Without gradient: each row's log-probs at its scored positions, keyed by row index."""
+    out: dict[int, np.ndarray] = {}
+    with torch.no_grad():
+        for bins in plan_packs({r: len(rows[r].tokens) for r in which}, micro_batch_tokens):
+            check()
+            pack = build_pack(bins, {r: rows[r].tokens for b in bins for r in b}, {r: rows[r].scored for b in bins for r in b}, pack_device(model))
+            lp = scored_logprobs(model, pack, chunk_tokens, autocast)[0].cpu().numpy()
+            start = 0
+            for r, where in zip(pack.rows, pack.row_positions):
+                out[r] = lp[start : start + len(where)]
+                start += len(where)
+    return out
+
+
+def pack_device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device

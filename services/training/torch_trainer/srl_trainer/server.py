@@ -1,0 +1,220 @@
+"""The gRPC service (proto/srl/trainer/v1/trainer.proto): framing of the input stream, one job at
+a time, progress and adapter files streamed back, errors mapped to statuses."""
+
+from __future__ import annotations
+
+import logging
+import resource
+import threading
+from concurrent import futures
+from typing import Any, Iterator
+
+import grpc
+import torch
+
+from . import lora_io, proto
+from .architectures import SUPPORTED
+from .base_models import ModelCache, ModelRef, inspect_gguf, resolve_gguf, why_not_trainable
+from .errors import CancelledError, InputError, UnsupportedModelError
+from .job import ROLE_PREVIOUS, Trainer, attach_lora
+from .job_input import AdapterInput, JobInput, row_from_message
+from .resources import from_hints
+from .versions import versions
+
+pb, pb_grpc = proto.load()
+log = logging.getLogger("srl_trainer")
+CHUNK_BYTES = 1 << 20
+MAX_MESSAGE_BYTES = 64 << 20
+ROLE_OUTPUT = 3
+
+
+def model_ref(message: Any) -> ModelRef:
+    return ModelRef(name=message.name, gguf_path=message.gguf_path, gguf_size=message.gguf_size, source=message.source, train_weights=message.train_weights)
+
+
+def read_input(requests: Iterator[Any]) -> JobInput:
+    """spec, file chunks, row batches, end: in that order."""
+    job: JobInput | None = None
+    ended = False
+    for request in requests:
+        kind = request.WhichOneof("message")
+        if ended:
+            raise InputError("messages after `end`")
+        if kind == "spec":
+            if job is not None:
+                raise InputError("a second `spec`")
+            job = JobInput(spec=request.spec)
+            continue
+        if job is None:
+            raise InputError("the first message must be `spec`")
+        if kind == "file":
+            chunk = request.file
+            if chunk.role not in (1, 2):
+                raise InputError("input files must be PREVIOUS or REFERENCE adapters")
+            adapter = job.adapters.setdefault(chunk.role, AdapterInput(format=chunk.format))
+            if adapter.format != chunk.format:
+                raise InputError("an input adapter's files must share one format")
+            adapter.files[chunk.filename] = adapter.files.get(chunk.filename, b"") + chunk.data
+        elif kind == "rows":
+            for row in request.rows.rows:
+                job.rows.append(row_from_message(row, len(job.rows), None))
+        elif kind == "end":
+            ended = True
+        else:
+            raise InputError(f"unexpected message {kind!r}")
+    if job is None or not ended:
+        raise CancelledError("the input stream ended before `end`")
+    if len(job.rows) != job.spec.num_rows:
+        raise InputError(f"the spec announced {job.spec.num_rows} rows, {len(job.rows)} arrived")
+    return job
+
+
+def file_chunks(files: dict[str, bytes], fmt: str) -> Iterator[Any]:
+    for name, data in files.items():
+        for start in range(0, max(len(data), 1), CHUNK_BYTES):
+            yield pb.FileChunk(role=ROLE_OUTPUT, format=fmt, filename=name, data=data[start : start + CHUNK_BYTES])
+
+
+class TrainerService(pb_grpc.TrainerServicer):
+    def __init__(self, device: torch.device, threads: int) -> None:
+        self.device = device
+        self.threads = threads
+        self.models = ModelCache(device)
+        self.busy = threading.Lock()
+
+    def Describe(self, request: Any, context: grpc.ServicerContext) -> Any:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        return pb.DescribeResponse(versions=versions(), device=str(self.device), threads=self.threads, architectures=sorted(SUPPORTED), busy=self.busy.locked(), peak_rss_bytes=peak)
+
+    def InspectBaseModel(self, request: Any, context: grpc.ServicerContext) -> Any:
+        ref = model_ref(request.base_model)
+        try:
+            facts = inspect_gguf(resolve_gguf(ref))
+        except UnsupportedModelError as error:
+            return pb.InspectBaseModelResponse(trainable=False, reason=str(error))
+        except Exception as error:  # an unreadable file is a fact about the model, not a failure of this call
+            return pb.InspectBaseModelResponse(trainable=False, reason=f"unreadable GGUF: {error}")
+        reason = why_not_trainable(facts)
+        return pb.InspectBaseModelResponse(
+            trainable=reason is None,
+            reason=reason or "",
+            architecture=facts.architecture,
+            tensor_types=list(facts.tensor_types),
+            quantized=facts.quantized,
+            context_length=facts.context_length,
+        )
+
+    def Train(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        with self._exclusive(context):
+            cancelled = self._cancel_event(context)
+            job: JobInput | None = None
+            try:
+                job = read_input(requests)
+                yield from self._train(job, cancelled)
+            except Exception as error:
+                self._abort(context, error, job_id=job.spec.job_id if job else None)
+
+    def _train(self, job: JobInput, cancelled: threading.Event) -> Iterator[Any]:
+        spec = job.spec
+        loaded = self.models.get(model_ref(spec.base_model))
+        yield pb.TrainResponse(started=pb.Started(num_steps=len(spec.steps), device=str(self.device), threads=self.threads, load_seconds=loaded.load_seconds))
+        log.info("job %s: %d steps, %d rows on %s", spec.job_id, len(spec.steps), len(job.rows), spec.base_model.name)
+        trainer = Trainer(loaded, job, from_hints(spec.resources), cancelled)
+        model = attach_lora(loaded, job)
+        try:
+            steps = trainer.run(model)
+            while True:
+                try:
+                    step, metrics = next(steps)
+                except StopIteration as stop:
+                    result = stop.value
+                    break
+                yield pb.TrainResponse(step=pb.StepMetrics(step=step, metrics=metrics))
+        finally:
+            lora_io.detach(model)
+        formats = list(spec.output_formats) or ["gguf", "peft"]
+        if "gguf" in formats:
+            data = lora_io.to_gguf_file(result.adapter, loaded, name=f"{spec.base_model.name}-lora")
+            for chunk in file_chunks({lora_io.GGUF_FILE: data}, "gguf"):
+                yield pb.TrainResponse(file=chunk)
+        if "peft" in formats:
+            files = lora_io.to_peft_files(result.adapter, spec.base_model.train_weights.removeprefix("hf:") or spec.base_model.name)
+            for chunk in file_chunks(files, "peft"):
+                yield pb.TrainResponse(file=chunk)
+        yield pb.TrainResponse(finished=pb.Finished(metrics=result.metrics, trained=result.trained))
+
+    def Score(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        with self._exclusive(context):
+            cancelled = self._cancel_event(context)
+            try:
+                job = read_input(requests)
+                yield from self._score(job, cancelled)
+            except Exception as error:
+                self._abort(context, error, job_id="score")
+
+    def _score(self, job: JobInput, cancelled: threading.Event) -> Iterator[Any]:
+        loaded = self.models.get(model_ref(job.spec.base_model))
+        for row in job.rows:
+            row.scored[:] = True
+        scorer = Trainer(loaded, job, from_hints(job.spec.resources), cancelled)  # validates the rows
+        model = attach_lora(loaded, job) if ROLE_PREVIOUS in job.adapters else None
+        try:
+            results = scorer.logprobs(model if model is not None else loaded.model, list(range(len(job.rows))))
+        finally:
+            if model is not None:
+                lora_io.detach(model)
+        batch: list[Any] = []
+        for i in range(len(job.rows)):
+            batch.append(pb.RowLogprobs(logprobs=results[i].tolist()))
+            if len(batch) == 256:
+                yield pb.ScoreResponse(rows=batch)
+                batch = []
+        if batch:
+            yield pb.ScoreResponse(rows=batch)
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    class _Exclusive:
+        def __init__(self, lock: threading.Lock, context: grpc.ServicerContext) -> None:
+            self.lock, self.context = lock, context
+
+        def __enter__(self) -> None:
+            if not self.lock.acquire(blocking=False):
+                self.context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "the trainer is busy with another job")
+
+        def __exit__(self, *exc: object) -> None:
+            self.lock.release()
+
+    def _exclusive(self, context: grpc.ServicerContext) -> "TrainerService._Exclusive":
+        return TrainerService._Exclusive(self.busy, context)
+
+    @staticmethod
+    def _cancel_event(context: grpc.ServicerContext) -> threading.Event:
+        event = threading.Event()
+        context.add_callback(event.set)  # runs when the call ends for any reason, the client's cancel included
+        return event
+
+    @staticmethod
+    def _abort(context: grpc.ServicerContext, error: Exception, job_id: Any) -> None:
+        if isinstance(error, InputError):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        if isinstance(error, UnsupportedModelError):
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
+        if isinstance(error, CancelledError):
+            context.abort(grpc.StatusCode.CANCELLED, str(error))
+        log.exception("job %s failed", job_id)
+        context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+
+
+def serve(address: str, device: torch.device, threads: int) -> tuple[grpc.Server, int]:
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=8),
+        options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)],
+    )
+    pb_grpc.add_TrainerServicer_to_server(TrainerService(device, threads), server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise RuntimeError(f"cannot listen on {address}")
+    server.start()
+    return server, port
+

@@ -1,0 +1,99 @@
+// The trainer process of this machine: `python -m srl_trainer` from the project's Python
+// environment, started on first use, logged to DATA_DIR/logs/trainer.log, taken down with this
+// process, and started again when it has died (its job then ends as a lost trainer: ../index.ts).
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort, hasExited, sleep, spawnLogged, tail, type ManagedChild } from "../../../core/child-process.js";
+import type { Logger } from "../../../core/logger.js";
+import { TrainerClient } from "./trainer-client.js";
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
+const PACKAGE_DIR = join(REPO_ROOT, "services/training/torch_trainer");
+/** Where scripts/install-trainer.sh links the environment. */
+export const DEFAULT_TRAINER_PYTHON = join(REPO_ROOT, ".cache/trainer-venv/bin/python");
+/** Importing torch and transformers takes seconds, more on a cold disk. */
+const READY_TIMEOUT_MS = 180_000;
+
+export interface LocalTrainerOptions {
+  python: string;
+  dataDir: string;
+  /** CPU threads; 0: the cores this process may use. */
+  threads: number;
+  log: Logger;
+}
+
+interface Running {
+  child: ManagedChild;
+  client: TrainerClient;
+}
+
+export class LocalTrainer {
+  /** Bumped on every start: a job that saw another generation lost its trainer. */
+  generation = 0;
+  private running: Running | undefined;
+  private starting: Promise<Running> | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: LocalTrainerOptions) {}
+
+  get logFile(): string {
+    return join(this.options.dataDir, "logs", "trainer.log");
+  }
+
+  /** The running trainer, started (or restarted) when needed. */
+  async client(): Promise<TrainerClient> {
+    if (this.running && !hasExited(this.running.child.process)) return this.running.client;
+    this.starting ??= this.start().finally(() => (this.starting = undefined));
+    return (await this.starting).client;
+  }
+
+  /** The process id of the running trainer's guard (its process group), if one runs. */
+  get pid(): number | undefined {
+    return this.running && !hasExited(this.running.child.process) ? this.running.child.process.pid : undefined;
+  }
+
+  /** Whether the trainer of `generation` is still the one running. */
+  isAlive(generation: number): boolean {
+    return this.generation === generation && this.running !== undefined && !hasExited(this.running.child.process);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.running?.child.stop();
+  }
+
+  private async start(): Promise<Running> {
+    if (this.stopped) throw new Error("the trainer is stopped");
+    const { python, threads, log } = this.options;
+    if (!existsSync(python)) {
+      throw new Error(`the trainer's Python environment is missing (${python}); run \`bash scripts/install-trainer.sh\` (npm start and npm test do)`);
+    }
+    if (this.running) log.warn("the trainer process exited; starting it again", { exit: await this.running.child.exited });
+    mkdirSync(dirname(this.logFile), { recursive: true });
+    const port = await freePort();
+    const args = ["-m", "srl_trainer", "--listen", `127.0.0.1:${port}`, ...(threads > 0 ? ["--threads", String(threads)] : [])];
+    const started = performance.now();
+    log.info("starting the trainer process", { python, port, log_file: this.logFile });
+    const child = spawnLogged(python, args, this.logFile, { cwd: PACKAGE_DIR, env: { ...process.env, PYTHONPATH: PACKAGE_DIR, PYTHONUNBUFFERED: "1" } });
+    const client = new TrainerClient(`http://127.0.0.1:${port}`);
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      if (hasExited(child.process)) {
+        throw new Error(`the trainer process exited at start (${await child.exited}): ${(await tail(this.logFile, 2_000)).trim()}`);
+      }
+      const info = await client.describe(2_000).catch(() => null);
+      if (info) {
+        this.generation++;
+        this.running = { child, client };
+        log.info("trainer ready", { seconds: Math.round((performance.now() - started) / 100) / 10, device: info.device, threads: info.threads, versions: info.versions });
+        return this.running;
+      }
+      if (Date.now() > deadline) {
+        await child.stop();
+        throw new Error(`the trainer did not answer within ${READY_TIMEOUT_MS / 1000} s; see ${this.logFile}`);
+      }
+      await sleep(250);
+    }
+  }
+}

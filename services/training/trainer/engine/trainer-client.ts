@@ -1,0 +1,118 @@
+// A client of one trainer process (proto/srl/trainer/v1/trainer.proto) over gRPC: the job's input
+// streamed in (rows in batches and adapters in chunks, so no message nears a size limit), its
+// progress, the new adapter and the result streamed back.
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  AdapterRole,
+  Trainer,
+  TrainRequestSchema,
+  type BaseModel,
+  type DescribeResponse,
+  type InspectBaseModelResponse,
+  type TrainRequest,
+} from "../../../../gen/srl/trainer/v1/trainer_pb.js";
+import { TrainingInputError } from "../api.js";
+import type { AdapterFileSet, TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
+import { jobRequests, scoreRequests } from "./wire.js";
+
+/** The trainer went away mid-job (crashed, restarted, unreachable): the job may be tried again. */
+export class TrainerLostError extends Error {}
+/** The trainer refused the base model (it cannot train it, or cannot reach its file). */
+export class TrainerUnsupportedError extends Error {}
+/** The trainer is running another job. */
+export class TrainerBusyError extends Error {}
+
+export class TrainerClient {
+  private readonly client: Client<typeof Trainer>;
+
+  constructor(readonly url: string) {
+    this.client = createClient(Trainer, createGrpcTransport({ baseUrl: url, readMaxBytes: 64 << 20, writeMaxBytes: 64 << 20 }));
+  }
+
+  async describe(timeoutMs = 5_000): Promise<DescribeResponse> {
+    return this.client.describe({}, { timeoutMs }).catch((error: unknown) => {
+      throw mapError(error, this.url);
+    });
+  }
+
+  async inspect(baseModel: BaseModel, timeoutMs = 60_000): Promise<InspectBaseModelResponse> {
+    return this.client.inspectBaseModel({ baseModel }, { timeoutMs }).catch((error: unknown) => {
+      throw mapError(error, this.url);
+    });
+  }
+
+  /** Runs one job; progress arrives as it happens. */
+  async train(job: TrainerJob, progress: TrainerProgress, signal: AbortSignal): Promise<TrainerOutcome> {
+    const output: AdapterFileSet = { gguf: {}, peft: {} };
+    const parts = new Map<string, Buffer[]>();
+    try {
+      for await (const response of this.client.train(requestStream(jobRequests(job)), { signal })) {
+        const message = response.message;
+        switch (message.case) {
+          case "started":
+            progress.started(message.value.numSteps, { device: message.value.device, threads: message.value.threads, loadSeconds: message.value.loadSeconds });
+            break;
+          case "step":
+            progress.step(message.value.step, message.value.metrics);
+            break;
+          case "file": {
+            const key = `${message.value.format}/${message.value.filename}`;
+            parts.set(key, [...(parts.get(key) ?? []), Buffer.from(message.value.data)]);
+            break;
+          }
+          case "finished":
+            for (const [key, chunks] of parts) {
+              const [format, filename] = key.split("/", 2) as [string, string];
+              if (format === "gguf" || format === "peft") output[format][filename] = Buffer.concat(chunks);
+            }
+            return { metrics: message.value.metrics, trained: message.value.trained, adapter: output };
+        }
+      }
+    } catch (error) {
+      throw mapError(error, this.url);
+    }
+    throw new TrainerLostError(`the trainer at ${this.url} ended the job without a result`);
+  }
+
+  /** log p(tokens[t + 1] | tokens[..t]) of each row under the base model plus an optional adapter. */
+  async score(baseModel: BaseModel, rows: readonly (readonly number[])[], adapter: { format: "gguf" | "peft"; files: Record<string, Uint8Array> } | null, signal?: AbortSignal): Promise<Float32Array[]> {
+    const out: Float32Array[] = [];
+    try {
+      for await (const response of this.client.score(requestStream(scoreRequests(baseModel, rows, adapter)), { signal })) {
+        for (const row of response.rows) out.push(Float32Array.from(row.logprobs));
+      }
+    } catch (error) {
+      throw mapError(error, this.url);
+    }
+    return out;
+  }
+}
+
+async function* requestStream(messages: Iterable<TrainRequest["message"]>): AsyncIterable<TrainRequest> {
+  for (const message of messages) yield create(TrainRequestSchema, { message });
+}
+
+function mapError(error: unknown, url: string): Error {
+  const e = ConnectError.from(error);
+  switch (e.code) {
+    case Code.InvalidArgument:
+      return new TrainingInputError(e.rawMessage);
+    case Code.FailedPrecondition:
+      return new TrainerUnsupportedError(e.rawMessage);
+    case Code.ResourceExhausted:
+      return new TrainerBusyError(e.rawMessage);
+    case Code.Canceled:
+      return Object.assign(new Error(`cancelled: ${e.rawMessage}`), { name: "AbortError" });
+    case Code.Unavailable:
+    case Code.Unknown:
+    case Code.Aborted:
+    case Code.DeadlineExceeded:
+      return new TrainerLostError(`the trainer at ${url} is unreachable or stopped: ${e.rawMessage}`);
+    default:
+      return new Error(`trainer (${url}): ${e.rawMessage}`);
+  }
+}
+
+export { AdapterRole };

@@ -1,0 +1,108 @@
+// A TrainerJob as the Train call's request stream: the spec, the input adapters in chunks, the
+// rows in batches of bounded size, then `end`. Nothing here is bigger than ~1 MiB, so no message
+// limit is reached however large the RL batch.
+import { create } from "@bufbuild/protobuf";
+import {
+  AdapterRole,
+  BaseModelSchema,
+  FileChunkSchema,
+  InputEndSchema,
+  JobSpecSchema,
+  RlLossSchema,
+  RowBatchSchema,
+  SftLossSchema,
+  TokenRowSchema,
+  type JobSpec,
+  type BaseModel,
+  type TrainRequest,
+} from "../../../../gen/srl/trainer/v1/trainer_pb.js";
+import type { BaseModelRef, InputAdapter, PreparedRow, TrainerJob } from "./trainer-job.js";
+
+const CHUNK_BYTES = 1 << 20;
+/** Tokens per RowBatch message (each token costs up to ~10 bytes on the wire). */
+const BATCH_TOKENS = 64 * 1024;
+
+type RequestMessage = TrainRequest["message"];
+
+export function baseModelMessage(ref: BaseModelRef): BaseModel {
+  return create(BaseModelSchema, { name: ref.name, ggufPath: ref.ggufPath, ggufSize: BigInt(ref.ggufSize), source: ref.source, trainWeights: ref.trainWeights });
+}
+
+export function* jobRequests(job: TrainerJob): Generator<RequestMessage> {
+  const loss: JobSpec["loss"] =
+    job.loss.kind === "sft"
+      ? { case: "sft", value: create(SftLossSchema) }
+      : {
+          case: "rl",
+          value: create(RlLossSchema, {
+            lossFn: job.loss.settings.lossFn,
+            epsilon: job.loss.settings.epsilon,
+            epsilonHigh: job.loss.settings.epsilonHigh,
+            importanceSamplingLevel: job.loss.settings.importanceSamplingLevel,
+            maxNegativeAdvantageImportanceSamplingWeight: job.loss.settings.maxNegativeAdvantageImportanceSamplingWeight ?? 0,
+            maskProbRatio: job.loss.settings.maskProbRatio,
+            kimiK2Tau: job.loss.settings.kimiK2Tau ?? 0,
+            truncatedImportanceSampling: job.loss.settings.truncatedImportanceSampling ?? 0,
+            klPenaltyCoef: job.loss.settings.klPenaltyCoef,
+            klPenaltySource: job.loss.settings.klPenaltySource,
+            precalculateLogprobs: job.loss.settings.precalculateLogprobs,
+          }),
+        };
+  yield {
+    case: "spec",
+    value: create(JobSpecSchema, {
+      jobId: job.jobId,
+      baseModel: baseModelMessage(job.baseModel),
+      lora: { rank: job.lora.rank, alpha: job.lora.alpha, targetModules: job.lora.targetModules, seed: BigInt(job.lora.seed) },
+      loss,
+      optimizer: job.optimizer,
+      steps: job.steps.map((s) => ({ rows: s.rows, learningRate: s.learningRate })),
+      numRows: job.rows.length,
+    }),
+  };
+  if (job.previousAdapter) yield* adapterChunks(job.previousAdapter, AdapterRole.PREVIOUS);
+  if (job.referenceAdapter) yield* adapterChunks(job.referenceAdapter, AdapterRole.REFERENCE);
+  yield* rowBatches(job.rows);
+  yield { case: "end", value: create(InputEndSchema) };
+}
+
+export function* scoreRequests(baseModel: BaseModel, rows: readonly (readonly number[])[], adapter: InputAdapter | null): Generator<RequestMessage> {
+  yield { case: "spec", value: create(JobSpecSchema, { jobId: "score", baseModel, numRows: rows.length }) };
+  if (adapter) yield* adapterChunks(adapter, AdapterRole.PREVIOUS);
+  yield* rowBatches(rows.map((tokens) => ({ tokens: [...tokens], trained: tokens.map(() => true), advantage: 0, weight: 0 })));
+  yield { case: "end", value: create(InputEndSchema) };
+}
+
+function* adapterChunks(adapter: InputAdapter, role: AdapterRole): Generator<RequestMessage> {
+  for (const [filename, data] of Object.entries(adapter.files)) {
+    for (let start = 0; start < Math.max(data.length, 1); start += CHUNK_BYTES) {
+      yield { case: "file", value: create(FileChunkSchema, { role, format: adapter.format, filename, data: data.subarray(start, start + CHUNK_BYTES) }) };
+    }
+  }
+}
+
+function* rowBatches(rows: readonly PreparedRow[]): Generator<RequestMessage> {
+  let batch: PreparedRow[] = [];
+  let tokens = 0;
+  const flush = () => create(RowBatchSchema, { rows: batch.map(tokenRow) });
+  for (const row of rows) {
+    if (batch.length > 0 && tokens + row.tokens.length > BATCH_TOKENS) {
+      yield { case: "rows", value: flush() };
+      batch = [];
+      tokens = 0;
+    }
+    batch.push(row);
+    tokens += row.tokens.length;
+  }
+  if (batch.length > 0) yield { case: "rows", value: flush() };
+}
+
+function tokenRow(row: PreparedRow) {
+  return create(TokenRowSchema, {
+    tokens: row.tokens,
+    trained: row.trained,
+    samplerLogprobs: row.samplerLogprobs ? row.samplerLogprobs.map((v) => (v === null ? NaN : v)) : [],
+    advantage: row.advantage,
+    weight: row.weight,
+  });
+}
