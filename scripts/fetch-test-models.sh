@@ -24,17 +24,9 @@ present() {
   [ -f "$DEST" ] && [ "$(stat -c %s "$DEST" 2>/dev/null)" = "$SIZE" ]
 }
 
-link() {
-  mkdir -p "$ROOT/.cache/models"
-  if [ "$(readlink "$LINK" 2>/dev/null || true)" = "$DEST" ]; then
-    return
-  fi
-  if [ -e "$LINK" ] && [ ! -L "$LINK" ]; then
-    rm -rf "$LINK"
-  fi
-  ln -sfn "$DEST" "$LINK.tmp.$$"
-  mv -fT "$LINK.tmp.$$" "$LINK"
-}
+# shellcheck source=link-cached.sh
+source "$ROOT/scripts/link-cached.sh"
+link() { link_cached "$DEST" "$LINK"; }
 
 if present; then
   link

@@ -39,17 +39,9 @@ installed() {
   [ -f "$STAMP" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$KEY" ] && "$VENV/bin/python" -c '' >/dev/null 2>&1
 }
 
-link() {
-  mkdir -p "$ROOT/.cache"
-  if [ "$(readlink "$LINK" 2>/dev/null || true)" = "$VENV" ]; then
-    return
-  fi
-  if [ -e "$LINK" ] && [ ! -L "$LINK" ]; then
-    rm -rf "$LINK"
-  fi
-  ln -sfn "$VENV" "$LINK.tmp.$$"
-  mv -fT "$LINK.tmp.$$" "$LINK"
-}
+# shellcheck source=link-cached.sh
+source "$ROOT/scripts/link-cached.sh"
+link() { link_cached "$VENV" "$LINK"; }
 
 if installed; then
   link

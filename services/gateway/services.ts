@@ -5,8 +5,8 @@ import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
 import { Artifacts } from "../artifacts/store.js";
 import { EventLog } from "../events/event-log.js";
-import { AdapterFiles } from "../inference/adapter-files.js";
 import { modelPath } from "../inference/engine/llama/model-source.js";
+import { AdapterFiles } from "../models/adapter-files.js";
 import { BaseModelCatalog } from "../models/catalog.js";
 import { Checkpoints } from "../models/checkpoints.js";
 import { ModelDeletion } from "../models/delete-model.js";
@@ -28,15 +28,18 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   const blobs = new Blobs(db);
   const catalog = new BaseModelCatalog(config.baseModels, config.priorityModels);
   const runs = new Runs(db);
-  const checkpoints = new Checkpoints(db, blobs);
+  // Adapters in a bucket of their own: reading a job's input or a logged batch then never scans
+  // checkpoints' adapters on the embedded FerretDB.
+  const adapterBlobs = new Blobs(db, "adapters");
+  const checkpoints = new Checkpoints(db, adapterBlobs, blobs);
   const registry = new ModelRegistry(db, catalog, runs, checkpoints);
   const trajectoryLog = new TrajectoryLog(db, blobs);
   const events = new EventLog(db);
   const jobs = new TrainingJobs(db, blobs, events);
   const artifacts = new Artifacts(db, blobs);
-  const adapters = new AdapterFiles(config.dataDir, blobs);
+  const adapters = new AdapterFiles(config.dataDir, checkpoints);
   const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, blobs, artifacts });
-  await ensureIndexes([keys, blobs, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts]);
+  await ensureIndexes([keys, blobs, adapterBlobs, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts]);
   // The local trainer process starts on first use (a job, or a base-model check), not here.
   const local =
     config.trainerUrls.length > 0
@@ -54,6 +57,7 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
       checkpoints,
       runs,
       artifacts,
+      adapters,
       baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
       train: trainerFor(trainers),
       artifactHttpsHosts: config.artifactHttpsHosts,

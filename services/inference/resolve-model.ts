@@ -5,7 +5,7 @@ import { notFound } from "../core/errors.js";
 import type { BaseModelCatalog, BaseModelEntry } from "../models/catalog.js";
 import type { Checkpoints } from "../models/checkpoints.js";
 import type { ModelRegistry } from "../models/registry.js";
-import type { AdapterFiles } from "./adapter-files.js";
+import type { AdapterFiles } from "../models/adapter-files.js";
 import { parseModelName } from "./model-names.js";
 
 export interface ServeTarget {
@@ -38,7 +38,7 @@ export class ModelResolver {
       if (name.step === "latest" || name.step === 0) return { base, adapterPath: null, step: 0 };
       throw notFound(`The model \`${requested}\` has no checkpoint at step ${name.step}.`);
     }
-    const adapterPath = checkpoint.adapter_blob_id ? await adapters.pathFor(checkpoint._id, checkpoint.adapter_blob_id) : null;
+    const adapterPath = await adapters.ggufPath(checkpoint);
     return { base, adapterPath, step: checkpoint.step };
   }
 }

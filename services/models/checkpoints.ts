@@ -48,9 +48,14 @@ export class Checkpoints {
   /** Per model, its highest step: `latest` is then two `_id` lookups instead of a sorted query. */
   private readonly heads: Collection<{ _id: string; step: number }>;
 
+  /**
+   * blobs: the adapters' own GridFS bucket (so reading other blobs never scans adapters on the
+   * embedded FerretDB); legacy: the shared bucket where checkpoints made before kept theirs.
+   */
   constructor(
     db: Db,
     private readonly blobs: Blobs,
+    private readonly legacy?: Blobs,
   ) {
     this.checkpoints = db.collection<CheckpointRecord>("checkpoints");
     this.heads = db.collection<{ _id: string; step: number }>("checkpoint_heads");
@@ -78,7 +83,7 @@ export class Checkpoints {
     try {
       await this.checkpoints.insertOne(record);
     } catch (error) {
-      for (const id of blobIds(record)) await this.blobs.delete(id);
+      for (const id of blobIds(record)) await this.deleteBlob(id);
       if (error instanceof MongoServerError && error.code === 11000) throw conflict(`model ${modelId} already has a checkpoint at step ${step}`);
       throw error;
     }
@@ -149,14 +154,31 @@ export class Checkpoints {
   /** One adapter file of a checkpoint (`adapter.gguf` or a PEFT file), or null when it has none such. */
   async openAdapterFile(checkpoint: CheckpointRecord, name: string = GGUF_ADAPTER_FILE): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
     const id = name === GGUF_ADAPTER_FILE ? checkpoint.adapter_blob_id : (checkpoint.peft_files ?? []).find((f) => f.name === name)?.blob_id;
-    return id ? this.blobs.open(id) : null;
+    return id ? this.openBlob(id) : null;
   }
 
   /** The whole adapter in memory (a few MB to a few hundred): to continue training from it. */
   async readAdapter(checkpoint: CheckpointRecord): Promise<AdapterBytes | null> {
     if (!checkpoint.adapter_blob_id) return null;
-    const peft = checkpoint.peft_files?.length ? Object.fromEntries(await Promise.all(checkpoint.peft_files.map(async (f) => [f.name, await this.blobs.get(f.blob_id)] as const))) : null;
-    return { gguf: await this.blobs.get(checkpoint.adapter_blob_id), peft };
+    const peft = checkpoint.peft_files?.length ? Object.fromEntries(await Promise.all(checkpoint.peft_files.map(async (f) => [f.name, await this.readBlob(f.blob_id)] as const))) : null;
+    return { gguf: await this.readBlob(checkpoint.adapter_blob_id), peft };
+  }
+
+  private async openBlob(id: ObjectId): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
+    return (await this.blobs.open(id)) ?? (this.legacy ? await this.legacy.open(id) : null);
+  }
+
+  private async readBlob(id: ObjectId): Promise<Buffer> {
+    const file = await this.openBlob(id);
+    if (!file) throw new Error(`adapter blob ${id.toHexString()} not found`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of file.chunks) chunks.push(chunk);
+    return Buffer.concat(chunks);
+  }
+
+  private async deleteBlob(id: ObjectId): Promise<void> {
+    await this.blobs.delete(id);
+    await this.legacy?.delete(id);
   }
 
   async list(modelId: string, options: { after?: string; limit: number; order: "asc" | "desc" }): Promise<Page<CheckpointRecord>> {
@@ -173,7 +195,7 @@ export class Checkpoints {
     const wanted = [...new Set(steps)];
     const found = await this.checkpoints.find({ model_id: modelId, step: { $in: wanted } }).toArray();
     for (const checkpoint of found) {
-      for (const id of blobIds(checkpoint)) await this.blobs.delete(id);
+      for (const id of blobIds(checkpoint)) await this.deleteBlob(id);
       await this.checkpoints.deleteOne({ _id: checkpoint._id });
     }
     if (found.length > 0) await this.resetHead(modelId);
@@ -184,12 +206,13 @@ export class Checkpoints {
   /** Deletes one checkpoint with its adapter. */
   async deleteById(checkpointId: string): Promise<void> {
     const checkpoint = await this.checkpoints.findOneAndDelete({ _id: checkpointId });
-    for (const id of checkpoint ? blobIds(checkpoint) : []) await this.blobs.delete(id);
+    for (const id of checkpoint ? blobIds(checkpoint) : []) await this.deleteBlob(id);
     if (checkpoint) await this.resetHead(checkpoint.model_id);
   }
 
-  /** Deletes every checkpoint of a model (their adapters go with the model's blobs). */
+  /** Deletes every checkpoint of a model with its adapters (older ones go with the model's blobs). */
   async deleteAll(modelId: string): Promise<number> {
+    await this.blobs.deleteForModel(modelId);
     await this.heads.deleteOne({ _id: modelId });
     return (await this.checkpoints.deleteMany({ model_id: modelId })).deletedCount;
   }

@@ -19,13 +19,17 @@ export class Blobs {
   private readonly bucket: GridFSBucket;
   private readonly db: Db;
 
-  constructor(db: Db) {
+  /** bucketName: a GridFS bucket of its own (its `.files` and `.chunks` collections). */
+  constructor(
+    db: Db,
+    private readonly bucketName = "blobs",
+  ) {
     this.db = db;
-    this.bucket = new GridFSBucket(db, { bucketName: "blobs" });
+    this.bucket = new GridFSBucket(db, { bucketName });
   }
 
   async ensureIndexes(): Promise<void> {
-    await this.db.collection("blobs.files").createIndex({ "metadata.model_id": 1 });
+    await this.db.collection(`${this.bucketName}.files`).createIndex({ "metadata.model_id": 1 });
   }
 
   async put(filename: string, data: Uint8Array, metadata: BlobMetadata): Promise<ObjectId> {
@@ -61,7 +65,7 @@ export class Blobs {
    */
   private async *chunksOf(file: GridFSFile): AsyncGenerator<Buffer> {
     const cursor = this.db
-      .collection<{ files_id: ObjectId; n: number; data: Binary | Uint8Array }>("blobs.chunks")
+      .collection<{ files_id: ObjectId; n: number; data: Binary | Uint8Array }>(`${this.bucketName}.chunks`)
       .find({ files_id: file._id }, { sort: { n: 1 }, timeoutMode: CursorTimeoutMode.ITERATION });
     let expected = 0;
     let bytes = 0;
@@ -94,6 +98,10 @@ export class Blobs {
   }
 
   async countForModel(modelId: string): Promise<number> {
-    return this.db.collection("blobs.files").countDocuments({ "metadata.model_id": modelId });
+    return this.db.collection(`${this.bucketName}.files`).countDocuments({ "metadata.model_id": modelId });
+  }
+
+  async exists(id: ObjectId): Promise<boolean> {
+    return (await this.db.collection(`${this.bucketName}.files`).countDocuments({ _id: id }, { limit: 1 })) > 0;
   }
 }

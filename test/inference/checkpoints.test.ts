@@ -33,7 +33,7 @@ async function greedyTokens(model: string): Promise<number[]> {
 }
 
 async function addCheckpoint(modelId: string, step: number, seed: number): Promise<void> {
-  const path = join(scratch, `adapter-${step}.gguf`);
+  const path = join(scratch, `adapter-${step}-${seed}.gguf`);
   await makeRandomLora({ basePath: join(inject("dataDir"), "models", "tiny-chat.gguf"), path, seed, rank: 8, alpha: 16, targets: ["q", "k", "v", "o", "gate", "up", "down"] });
   const data = await readFile(path);
   await withDatabase(async ({ db }) => {
@@ -61,6 +61,16 @@ describe("checkpoints as LoRA adapters", () => {
     const stepTwo = await greedyTokens(latest);
     expect(stepTwo).not.toEqual(stepOne);
     expect(await greedyTokens(`${latest}:step1`)).toEqual(stepOne);
+
+    // A deleted step made again by a later job (same step, so the same checkpoint id) serves its
+    // new adapter, not the one cached for the deleted step.
+    const deleted = await rest("DELETE", `/v1/preview/models/${model.id}/checkpoints`, { key, body: { steps: [2] } });
+    expect(deleted.body).toEqual({ deleted_count: 1, not_found_steps: [] });
+    expect(await greedyTokens(latest)).toEqual(stepOne);
+    await addCheckpoint(model.id, 2, 33);
+    const again = await greedyTokens(latest);
+    expect(again).not.toEqual(stepTwo);
+    expect(again).not.toEqual(stepOne);
 
     const missing = await rest("POST", "/v1/chat/completions", { key, body: { model: `${latest}:step9`, messages: [{ role: "user", content: "x" }] } });
     expect(missing).toMatchObject({ status: 404, body: { error: { message: `The model \`${latest}:step9\` has no checkpoint at step 9.` } } });

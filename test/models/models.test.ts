@@ -196,7 +196,9 @@ async function countOwned(model: ModelJson) {
       training_jobs: jobIds.length,
       events: allJobIds.length === 0 ? await db.collection("events").countDocuments({ job_id: { $in: [] } }) : await db.collection("events").countDocuments({ job_id: { $in: allJobIds } }),
       event_streams: await db.collection("event_streams").countDocuments({ _id: { $in: allJobIds } }),
-      blobs: await db.collection("blobs.files").countDocuments({ "metadata.model_id": model.id }),
+      blobs:
+        (await db.collection("blobs.files").countDocuments({ "metadata.model_id": model.id })) +
+        (await db.collection("adapters.files").countDocuments({ "metadata.model_id": model.id })),
     };
   });
 }

@@ -7,6 +7,7 @@ import type { Artifacts } from "../../artifacts/store.js";
 import { isDatabaseUnavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
 import type { EventLog } from "../../events/event-log.js";
+import type { AdapterFiles } from "../../models/adapter-files.js";
 import type { BaseModelCatalog } from "../../models/catalog.js";
 import type { AdapterBytes, Checkpoints } from "../../models/checkpoints.js";
 import type { ModelRegistry } from "../../models/registry.js";
@@ -26,6 +27,8 @@ export interface WorkerDeps {
   checkpoints: Checkpoints;
   runs: Runs;
   artifacts: Artifacts;
+  /** Checkpoint adapters cached on this machine (the database is slow to read them back). */
+  adapters: AdapterFiles;
   /** The base model's GGUF path for a catalog source (built-in, file or hf:). */
   baseModelPath(source: string): Promise<string>;
   train(input: TrainingJobInput, progress: TrainingProgress, signal: AbortSignal): Promise<TrainingJobResult>;
@@ -123,7 +126,7 @@ async function train(
   if (!base) throw new TrainingInputError(`base model ${model.base_model} is no longer offered by this deployment`);
   const latest = await checkpoints.latest(model._id);
   const step = (latest?.step ?? 0) + 1;
-  const previous = latest ? await checkpoints.readAdapter(latest) : null;
+  const previous = latest ? await deps.adapters.read(latest) : null;
   const ggufPath = await deps.baseModelPath(base.source);
   const common = {
     jobId: job._id,
@@ -135,7 +138,7 @@ async function train(
   let input: TrainingJobInput;
   if (job.type === "rl") {
     const kl = await resolveKlReference(deps, model, latest?.step ?? 0, config);
-    const reference = kl.reference ? await checkpoints.readAdapter(kl.reference) : null;
+    const reference = kl.reference ? await deps.adapters.read(kl.reference) : null;
     input = { ...common, kind: "rl", groups: await deps.jobs.inputOf(job), experimentalConfig: kl.config, referenceAdapter: reference ? inputAdapter(reference) : null };
   } else {
     input = { ...common, kind: "sft", sftRows: await sftRows(deps, job), sftConfig: (config.config ?? {}) as JsonObject };
@@ -158,7 +161,10 @@ async function train(
   await appended;
   if (signal.aborted) throw new Error("aborted");
 
-  const checkpoint = await checkpoints.create(model._id, step, result.metrics, newAdapter(result, previous), job._id);
+  const adapter = newAdapter(result, previous);
+  const checkpoint = await checkpoints.create(model._id, step, result.metrics, adapter, job._id);
+  // Served (and continued from) at once: keep the bytes here rather than read them back.
+  if (adapter) await deps.adapters.remember(checkpoint, adapter).catch((error: unknown) => deps.log.warn("could not cache the new adapter", { job_id: job._id, error }));
   return { id: checkpoint._id, step, created: true, runId: model.run_id, metrics: result.metrics, metricsStep: metricsStep(step) };
 }
 

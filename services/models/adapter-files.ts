@@ -1,0 +1,99 @@
+// Checkpoint adapters as local files under DATA_DIR/adapters: the GGUF that llama.cpp loads by
+// path, and the whole adapter (GGUF and PEFT files) a training job continues from. The database
+// stays the source of truth; these are a cache, written when a checkpoint is made here and
+// otherwise on first use.
+//
+// Why a cache: GridFS reads are slow on the embedded FerretDB (it scans every chunk of every blob
+// to find a file's chunks: ~2 s per read with a few hundred MB of adapters, holding its single
+// connection meanwhile, so other operations time out), and every job and every newly served
+// checkpoint would read its adapter again.
+//
+// Files are named by the GGUF's blob id, not the checkpoint id: a checkpoint id is derived from
+// (model, step), and a deleted step is made again by the next job with another adapter. llama.cpp
+// also caches adapters by path, so a new adapter must be a new path.
+import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { GGUF_ADAPTER_FILE, type AdapterBytes, type CheckpointRecord, type Checkpoints } from "./checkpoints.js";
+
+export class AdapterFiles {
+  private readonly writing = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly checkpoints: Checkpoints,
+  ) {}
+
+  /** The checkpoint's GGUF adapter as a file (null at step 0, the base model itself). */
+  async ggufPath(checkpoint: CheckpointRecord): Promise<string | null> {
+    const blob = checkpoint.adapter_blob_id;
+    if (!blob) return null;
+    const path = this.path(blob.toHexString(), GGUF_ADAPTER_FILE);
+    if (await exists(path)) return path;
+    await this.once(path, async () => {
+      const file = await this.checkpoints.openAdapterFile(checkpoint);
+      if (!file) throw new Error(`checkpoint ${checkpoint._id} lost its adapter`);
+      const chunks: Buffer[] = [];
+      for await (const chunk of file.chunks) chunks.push(chunk);
+      await writeAtomically(path, Buffer.concat(chunks));
+    });
+    return path;
+  }
+
+  /** The checkpoint's whole adapter (null at step 0), from the cache or else the database. */
+  async read(checkpoint: CheckpointRecord): Promise<AdapterBytes | null> {
+    const blob = checkpoint.adapter_blob_id;
+    if (!blob) return null;
+    const dir = this.dir(blob.toHexString());
+    const peftNames = (checkpoint.peft_files ?? []).map((f) => f.name);
+    const cached = await Promise.all([GGUF_ADAPTER_FILE, ...peftNames].map((name) => readFile(join(dir, name)).catch(() => null)));
+    if (cached.every((file) => file !== null)) {
+      const [gguf, ...peft] = cached as Buffer[];
+      return { gguf: gguf!, peft: peftNames.length ? Object.fromEntries(peftNames.map((name, i) => [name, peft[i]!])) : null };
+    }
+    const adapter = await this.checkpoints.readAdapter(checkpoint);
+    if (adapter) await this.remember(checkpoint, adapter);
+    return adapter;
+  }
+
+  /** Caches a checkpoint's adapter just written (or just read), so nothing reads it back. */
+  async remember(checkpoint: CheckpointRecord, adapter: AdapterBytes): Promise<void> {
+    const blob = checkpoint.adapter_blob_id;
+    if (!blob) return;
+    const files: [string, Uint8Array][] = [[GGUF_ADAPTER_FILE, adapter.gguf], ...Object.entries(adapter.peft ?? {})];
+    await Promise.all(files.map(([name, data]) => this.once(this.path(blob.toHexString(), name), () => writeAtomically(this.path(blob.toHexString(), name), data))));
+  }
+
+  private dir(blobHex: string): string {
+    return join(this.dataDir, "adapters", blobHex);
+  }
+
+  private path(blobHex: string, name: string): string {
+    return join(this.dir(blobHex), name);
+  }
+
+  /** One write per path at a time (concurrent requests for a new checkpoint share it). */
+  private once(path: string, write: () => Promise<void>): Promise<void> {
+    let pending = this.writing.get(path);
+    if (!pending) {
+      pending = (async () => {
+        if (!(await exists(path))) await write();
+      })().finally(() => this.writing.delete(path));
+      this.writing.set(path, pending);
+    }
+    return pending;
+  }
+}
+
+async function writeAtomically(path: string, data: Uint8Array): Promise<void> {
+  await mkdir(join(path, ".."), { recursive: true });
+  const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  await writeFile(temporary, data);
+  await rename(temporary, path);
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
