@@ -2,6 +2,7 @@
 // production): progress, the adapter in both formats, resuming from either format, per-job LoRA
 // settings, input errors, cancellation, RL (trained, and the nothing-to-train path), and a trainer
 // that dies mid-job.
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { createLogger } from "../../core/logger.js";
 import { GgufReader, getNumber, getString } from "../../weights/gguf/index.js";
 import { ensureBuiltInModel } from "../../weights/tiny-model.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "./engine/local-trainer.js";
+import { TrainerClient } from "./engine/trainer-client.js";
 import { TrainerPool } from "./engine/trainer-pool.js";
 import { TRAINABLE_ARCHITECTURES } from "../trainability.js";
 import { runTrainingJob, TrainerLostError, TrainingInputError, type TrainingJobInput, type TrainingJobResult } from "./index.js";
@@ -197,4 +199,53 @@ describe("runTrainingJob (PyTorch trainer process)", () => {
     expect(next.result.trained).toBe(true);
     expect(local.generation).toBe(generation + 1);
   }, 240_000);
+
+  it("trains on trainers named by URL (TRAINER_URLS), passing a job on when a trainer is busy or unreachable", async () => {
+    const [first, second] = await Promise.all([startTrainer(), startTrainer()]);
+    try {
+      const remote = new TrainerPool([first.url, second.url], null);
+      const size = (await stat(basePath)).size;
+      const baseModel = { name: "tiny-chat", ggufPath: basePath, ggufSize: size, source: "builtin:tiny-chat", trainWeights: "" };
+      // Keep the first trainer busy with a long job of its own.
+      const busy = new AbortController();
+      let busySteps = 0;
+      const long = runTrainingJob(
+        new TrainerPool([first.url], null),
+        { jobId: "long", kind: "sft", baseModel, previousAdapter: null, sftRows: Array.from({ length: 300 }, () => sftRows).flat(), sftConfig: { batch_size: 1 } },
+        { started: () => undefined, step: () => void busySteps++ },
+        busy.signal,
+      ).catch((error: unknown) => error);
+      while (busySteps === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await new TrainerClient(first.url).describe()).busy).toBe(true);
+      // The pool tries the first trainer first (its rotation starts there), finds it busy, moves on.
+      const result = await runTrainingJob(remote, { jobId: "remote", kind: "sft", baseModel, previousAdapter: null, sftRows, sftConfig: { batch_size: 3 } }, { started: () => undefined, step: () => undefined }, new AbortController().signal);
+      expect(result.trained).toBe(true);
+      expect((await new TrainerClient(first.url).describe()).busy).toBe(true);
+      busy.abort();
+      expect(await long).toMatchObject({ name: "AbortError" });
+      // A trainer that cannot be reached is passed over too (port 9 answers nothing here).
+      const withDead = new TrainerPool(["http://127.0.0.1:9", second.url], null);
+      const afterDead = await runTrainingJob(withDead, { jobId: "dead", kind: "sft", baseModel, previousAdapter: null, sftRows, sftConfig: { batch_size: 3 } }, { started: () => undefined, step: () => undefined }, new AbortController().signal);
+      expect(afterDead.trained).toBe(true);
+    } finally {
+      first.process.kill();
+      second.process.kill();
+    }
+  }, 240_000);
 });
+
+/** A trainer process as an operator starts one on another machine. */
+async function startTrainer(): Promise<{ url: string; process: ChildProcess }> {
+  const packageDir = join(import.meta.dirname, "../torch_trainer");
+  const child = spawn(DEFAULT_TRAINER_PYTHON, ["-m", "srl_trainer", "--listen", "127.0.0.1:0", "--threads", "1"], { cwd: packageDir, env: { ...process.env, PYTHONPATH: packageDir }, stdio: ["ignore", "pipe", "ignore"] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /LISTENING (\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`the trainer exited (${code})`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, process: child };
+}

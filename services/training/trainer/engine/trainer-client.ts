@@ -23,6 +23,8 @@ export class TrainerLostError extends Error {}
 export class TrainerUnsupportedError extends Error {}
 /** The trainer is running another job. */
 export class TrainerBusyError extends Error {}
+/** The trainer could not be reached before the job started: another trainer may take it. */
+export class TrainerUnreachableError extends TrainerLostError {}
 
 export class TrainerClient {
   private readonly client: Client<typeof Trainer>;
@@ -47,8 +49,10 @@ export class TrainerClient {
   async train(job: TrainerJob, progress: TrainerProgress, signal: AbortSignal): Promise<TrainerOutcome> {
     const output: AdapterFileSet = { gguf: {}, peft: {} };
     const parts = new Map<string, Buffer[]>();
+    let answered = false;
     try {
       for await (const response of this.client.train(requestStream(jobRequests(job)), { signal })) {
+        answered = true;
         const message = response.message;
         switch (message.case) {
           case "started":
@@ -71,7 +75,8 @@ export class TrainerClient {
         }
       }
     } catch (error) {
-      throw mapError(error, this.url);
+      const mapped = mapError(error, this.url);
+      throw !answered && ConnectError.from(error).code === Code.Unavailable ? new TrainerUnreachableError(mapped.message) : mapped;
     }
     throw new TrainerLostError(`the trainer at ${this.url} ended the job without a result`);
   }

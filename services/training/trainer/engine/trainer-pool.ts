@@ -4,7 +4,7 @@
 import type { InspectBaseModelResponse } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import { TrainingInputError } from "../api.js";
 import type { LocalTrainer } from "./local-trainer.js";
-import { TrainerBusyError, TrainerClient, TrainerLostError, TrainerUnsupportedError } from "./trainer-client.js";
+import { TrainerBusyError, TrainerClient, TrainerLostError, TrainerUnreachableError, TrainerUnsupportedError } from "./trainer-client.js";
 import type { BaseModelRef, InputAdapter, TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
 import { baseModelMessage } from "./wire.js";
 
@@ -40,7 +40,7 @@ export class TrainerPool {
     const key = JSON.stringify([ref.name, ref.ggufPath, ref.ggufSize, ref.source, ref.trainWeights]);
     let cached = this.inspected.get(key);
     if (!cached) {
-      cached = this.anyClient().then((client) => client.inspect(baseModelMessage(ref)));
+      cached = this.askAny((client) => client.inspect(baseModelMessage(ref)));
       cached.catch(() => this.inspected.delete(key)); // an unreachable trainer is asked again next time
       this.inspected.set(key, cached);
     }
@@ -51,9 +51,18 @@ export class TrainerPool {
     await this.local?.stop();
   }
 
-  private async anyClient(): Promise<TrainerClient> {
-    if (this.local) return this.local.client();
-    return this.remotes[this.next++ % this.remotes.length]!;
+  /** A question any trainer can answer: the first that answers does (the job rotation is left alone). */
+  private async askAny<T>(ask: (client: TrainerClient) => Promise<T>): Promise<T> {
+    if (this.local) return ask(await this.local.client());
+    let last: unknown;
+    for (const client of this.remotes) {
+      try {
+        return await ask(client);
+      } catch (error) {
+        last = error;
+      }
+    }
+    throw last;
   }
 
   private async withTrainer<T>(signal: AbortSignal, use: (client: TrainerClient) => Promise<T>): Promise<T> {
@@ -61,11 +70,20 @@ export class TrainerPool {
       const candidates: { client: TrainerClient; generation: number | null }[] = this.local
         ? [{ client: await this.local.client(), generation: this.local.generation }]
         : this.rotation();
+      let unreachable: TrainerUnreachableError | undefined;
+      let busy = false;
       for (const { client, generation } of candidates) {
         try {
           return await use(client);
         } catch (error) {
-          if (error instanceof TrainerBusyError) continue;
+          if (error instanceof TrainerBusyError) {
+            busy = true;
+            continue;
+          }
+          if (error instanceof TrainerUnreachableError && generation === null) {
+            unreachable = error; // another trainer may take the job
+            continue;
+          }
           if (error instanceof TrainingInputError || error instanceof TrainerUnsupportedError || signal.aborted) throw error;
           if (this.local && generation !== null && !this.local.isAlive(generation)) {
             throw new TrainerLostError(`the trainer process stopped during the job (see ${this.local.logFile}): ${error instanceof Error ? error.message : String(error)}`);
@@ -73,6 +91,8 @@ export class TrainerPool {
           throw error;
         }
       }
+      // None took it: wait while some are busy; when none could be reached, the job is lost (retried later).
+      if (!busy && unreachable) throw unreachable;
       await pause(ALL_BUSY_PAUSE_MS, signal);
     }
   }
