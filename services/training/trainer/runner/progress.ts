@@ -1,17 +1,10 @@
-// Small helpers shared by the SFT and RL loops: step reporting, cancellation, metric averages.
-
-export type StepReporter = (metrics: Record<string, number>) => void;
+// Small helpers of the job flow: the cancellation error and the job's metric averages.
 
 export class TrainingAbortedError extends Error {
   constructor() {
     super("training was cancelled");
     this.name = "AbortError";
   }
-}
-
-/** Cancellation is honoured between optimizer steps (a step itself is not interruptible). */
-export function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw new TrainingAbortedError();
 }
 
 /** Spec §6.2: the job's metrics are the arithmetic mean of the per-step dicts (non-finite values skipped). */
