@@ -30,11 +30,9 @@ export class AdapterFiles {
     const path = this.path(blob.toHexString(), GGUF_ADAPTER_FILE);
     if (await exists(path)) return path;
     await this.once(path, async () => {
-      const file = await this.checkpoints.openAdapterFile(checkpoint);
-      if (!file) throw new Error(`checkpoint ${checkpoint._id} lost its adapter`);
-      const chunks: Buffer[] = [];
-      for await (const chunk of file.chunks) chunks.push(chunk);
-      await writeAtomically(path, Buffer.concat(chunks));
+      const data = await this.checkpoints.readAdapterFile(checkpoint);
+      if (!data) throw new Error(`checkpoint ${checkpoint._id} lost its adapter`);
+      await writeAtomically(path, data);
     });
     return path;
   }
@@ -60,7 +58,12 @@ export class AdapterFiles {
     const blob = checkpoint.adapter_blob_id;
     if (!blob) return;
     const files: [string, Uint8Array][] = [[GGUF_ADAPTER_FILE, adapter.gguf], ...Object.entries(adapter.peft ?? {})];
-    await Promise.all(files.map(([name, data]) => this.once(this.path(blob.toHexString(), name), () => writeAtomically(this.path(blob.toHexString(), name), data))));
+    await Promise.all(
+      files.map(([name, data]) => {
+        const path = this.path(blob.toHexString(), name);
+        return this.once(path, () => writeAtomically(path, data));
+      }),
+    );
   }
 
   private dir(blobHex: string): string {

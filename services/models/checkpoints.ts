@@ -153,8 +153,14 @@ export class Checkpoints {
 
   /** One adapter file of a checkpoint (`adapter.gguf` or a PEFT file), or null when it has none such. */
   async openAdapterFile(checkpoint: CheckpointRecord, name: string = GGUF_ADAPTER_FILE): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
-    const id = name === GGUF_ADAPTER_FILE ? checkpoint.adapter_blob_id : (checkpoint.peft_files ?? []).find((f) => f.name === name)?.blob_id;
+    const id = adapterBlobId(checkpoint, name);
     return id ? this.openBlob(id) : null;
+  }
+
+  /** One adapter file in memory, or null when the checkpoint has none such. */
+  async readAdapterFile(checkpoint: CheckpointRecord, name: string = GGUF_ADAPTER_FILE): Promise<Buffer | null> {
+    const id = adapterBlobId(checkpoint, name);
+    return id ? this.readBlob(id) : null;
   }
 
   /** The whole adapter in memory (a few MB to a few hundred): to continue training from it. */
@@ -224,4 +230,8 @@ function sanitize(metrics: Record<string, number>): Record<string, number> {
 
 function blobIds(checkpoint: CheckpointRecord): ObjectId[] {
   return [...(checkpoint.adapter_blob_id ? [checkpoint.adapter_blob_id] : []), ...(checkpoint.peft_files ?? []).map((f) => f.blob_id)];
+}
+
+function adapterBlobId(checkpoint: CheckpointRecord, name: string): ObjectId | null | undefined {
+  return name === GGUF_ADAPTER_FILE ? checkpoint.adapter_blob_id : (checkpoint.peft_files ?? []).find((f) => f.name === name)?.blob_id;
 }

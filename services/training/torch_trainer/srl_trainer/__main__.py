@@ -1,7 +1,7 @@
 """`python -m srl_trainer --listen HOST:PORT`: the trainer process.
 
-Prints one line `LISTENING <port>` on stdout once it serves (the supervising worker waits for it),
-then logs to stderr. Threads: --threads, else TRAINER_THREADS, else the CPUs this process may use.
+Prints one line `LISTENING <port>` on stdout once it serves (useful with `--listen HOST:0`; the
+worker's supervisor picks the port itself and polls Describe), then logs to stderr. Threads: --threads, else TRAINER_THREADS, else the CPUs this process may use.
 Device: --device, else TRAINER_DEVICE, else cuda when available.
 """
 
@@ -32,7 +32,6 @@ def main() -> None:
     parser.add_argument("--listen", default=os.environ.get("TRAINER_LISTEN", "127.0.0.1:0"))
     parser.add_argument("--threads", type=int, default=int(os.environ.get("TRAINER_THREADS", "0")))
     parser.add_argument("--device", default=os.environ.get("TRAINER_DEVICE", ""))
-    parser.add_argument("--exit-with-stdin", action="store_true", help="exit when stdin closes (set by a supervising parent)")
     args = parser.parse_args()
 
     handler = logging.StreamHandler(sys.stderr)
@@ -55,9 +54,6 @@ def main() -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    if args.exit_with_stdin:
-        # The supervising parent's death closes our stdin: exit with it rather than linger.
-        threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
     stop.wait()
     server.stop(grace=2).wait()
 

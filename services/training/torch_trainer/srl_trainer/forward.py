@@ -95,13 +95,19 @@ def logprobs_by_row(model: torch.nn.Module, rows: list[Row], which: list[int], m
     with torch.no_grad():
         for bins in plan_packs({r: len(rows[r].tokens) for r in which}, micro_batch_tokens):
             check()
-            pack = build_pack(bins, {r: rows[r].tokens for b in bins for r in b}, {r: rows[r].scored for b in bins for r in b}, pack_device(model))
+            pack = pack_rows(bins, rows, pack_device(model))
             lp = scored_logprobs(model, pack, chunk_tokens, autocast)[0].cpu().numpy()
             start = 0
             for r, where in zip(pack.rows, pack.row_positions):
                 out[r] = lp[start : start + len(where)]
                 start += len(where)
     return out
+
+
+def pack_rows(bins: list[list[int]], rows: list[Row], device: torch.device) -> Pack:
+    """A pack of the job's rows (bins of row indexes, from plan_packs)."""
+    members = [r for b in bins for r in b]
+    return build_pack(bins, {r: rows[r].tokens for r in members}, {r: rows[r].scored for r in members}, device)
 
 
 def pack_device(model: torch.nn.Module) -> torch.device:

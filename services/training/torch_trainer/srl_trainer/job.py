@@ -17,21 +17,18 @@ from peft import LoraConfig, PeftModel
 from . import lora_io
 from .base_models import LoadedModel
 from .errors import CancelledError, InputError
-from .forward import layer_checkpointing, logprobs_by_row, scored_logprobs
-from .job_input import JobInput, Row
+from .forward import layer_checkpointing, logprobs_by_row, pack_rows, scored_logprobs
+from .job_input import ROLE_PREVIOUS, ROLE_REFERENCE, JobInput, Row
 from .losses import RlLossConfig, rl_loss, sft_loss
-from .packing import Pack, build_pack, plan_packs
+from .packing import plan_packs
 from .resources import Resources
 
 DEFAULT_RANK = 8
 DEFAULT_ALPHA = 16.0
-ROLE_PREVIOUS = 1
-ROLE_REFERENCE = 2
 
 
 @dataclass
 class JobResult:
-    metrics: dict[str, float]
     trained: bool
     adapter: lora_io.Adapter
 
@@ -104,10 +101,6 @@ class Trainer:
         r = self.resources
         return logprobs_by_row(model, self.job.rows, rows, r.micro_batch_tokens, r.logits_chunk_tokens, self.autocast, self._check)
 
-    def _pack(self, bins: list[list[int]]) -> Pack:
-        rows = [r for b in bins for r in b]
-        return build_pack(bins, {r: self.job.rows[r].tokens for r in rows}, {r: self.job.rows[r].scored for r in rows}, self.device)
-
     def _reference_logprobs(self, model: PeftModel, rows: list[int]) -> dict[int, np.ndarray]:
         reference = self.job.adapters.get(ROLE_REFERENCE)
         if reference is None:
@@ -137,7 +130,6 @@ class Trainer:
         params = [p for p in model.parameters() if p.requires_grad]
         o = spec.optimizer
         optimizer = torch.optim.AdamW(params, lr=0.0, betas=(o.beta1 or 0.9, o.beta2 or 0.99), eps=o.eps or 1e-8, weight_decay=o.weight_decay)
-        steps: list[dict[str, float]] = []
         applied = 0
         for k, step in enumerate(spec.steps, start=1):
             self._check()
@@ -157,9 +149,8 @@ class Trainer:
             seconds = time.perf_counter() - started
             metrics["learning_rate"] = step.learning_rate
             metrics["tokens_per_second"] = metrics["num_tokens"] / seconds if seconds > 0 else 0.0
-            steps.append(metrics)
             yield k, metrics
-        return JobResult(metrics=mean_metrics(steps), trained=applied > 0, adapter=lora_io.read_adapter(model))
+        return JobResult(trained=applied > 0, adapter=lora_io.read_adapter(model))
 
     def _step(self, model: PeftModel, rows: list[int], rl: RlLossConfig | None, recomputed: dict[int, np.ndarray] | None, reference: dict[int, np.ndarray] | None) -> dict[str, float]:
         job_rows = self.job.rows
@@ -171,7 +162,7 @@ class Trainer:
             lengths = {r: len(job_rows[r].tokens) for r in rows}
             for bins in plan_packs(lengths, self.resources.micro_batch_tokens):
                 self._check()
-                pack = self._pack(bins)
+                pack = pack_rows(bins, job_rows, self.device)
                 with layer_checkpointing(model, self.resources.checkpoint(pack.num_tokens, self.loaded)):
                     lp, entropy = scored_logprobs(model, pack, self.resources.logits_chunk_tokens, self.autocast)
                     if rl is None:
@@ -227,12 +218,3 @@ class Trainer:
         totals["gap_n"] += float(present.sum())
         return result.loss * share
 
-
-def mean_metrics(steps: list[dict[str, float]]) -> dict[str, float]:
-    sums: dict[str, tuple[float, int]] = {}
-    for step in steps:
-        for key, value in step.items():
-            if math.isfinite(value):
-                total, n = sums.get(key, (0.0, 0))
-                sums[key] = (total + value, n + 1)
-    return {key: total / n for key, (total, n) in sums.items()}

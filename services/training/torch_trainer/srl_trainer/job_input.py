@@ -7,7 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from . import proto
 from .errors import InputError
+
+_pb, _ = proto.load()
+# The contract's AdapterRole values (input adapters are kept by role).
+ROLE_PREVIOUS: int = _pb.ADAPTER_ROLE_PREVIOUS
+ROLE_REFERENCE: int = _pb.ADAPTER_ROLE_REFERENCE
+ROLE_OUTPUT: int = _pb.ADAPTER_ROLE_OUTPUT
 
 
 @dataclass
@@ -44,13 +51,12 @@ class JobInput:
     adapters: dict[int, AdapterInput] = field(default_factory=dict)  # by AdapterRole value
 
 
-def row_from_message(message: Any, index: int, vocab_size: int | None) -> Row:
+def row_from_message(message: Any, index: int) -> Row:
+    """The row's shape is checked here; its token ids against the vocabulary once the model is loaded."""
     tokens = np.asarray(message.tokens, dtype=np.int64)
     n = len(tokens)
     if n == 0:
         raise InputError(f"row {index} has no tokens")
-    if vocab_size is not None and (tokens.min() < 0 or tokens.max() >= vocab_size):
-        raise InputError(f"row {index} has token ids outside the vocabulary (0..{vocab_size - 1})")
     trained = np.asarray(message.trained, dtype=bool)
     if len(trained) != n:
         raise InputError(f"row {index}: {len(trained)} trained flags for {n} tokens")

@@ -16,8 +16,8 @@ from . import lora_io, proto
 from .architectures import SUPPORTED
 from .base_models import ModelCache, ModelRef, inspect_gguf, resolve_gguf, why_not_trainable
 from .errors import CancelledError, InputError, UnsupportedModelError
-from .job import ROLE_PREVIOUS, Trainer, attach_lora
-from .job_input import AdapterInput, JobInput, row_from_message
+from .job import Trainer, attach_lora
+from .job_input import ROLE_OUTPUT, ROLE_PREVIOUS, ROLE_REFERENCE, AdapterInput, JobInput, row_from_message
 from .resources import from_hints
 from .versions import versions
 
@@ -25,7 +25,6 @@ pb, pb_grpc = proto.load()
 log = logging.getLogger("srl_trainer")
 CHUNK_BYTES = 1 << 20
 MAX_MESSAGE_BYTES = 64 << 20
-ROLE_OUTPUT = 3
 
 
 def model_ref(message: Any) -> ModelRef:
@@ -49,7 +48,7 @@ def read_input(requests: Iterator[Any]) -> JobInput:
             raise InputError("the first message must be `spec`")
         if kind == "file":
             chunk = request.file
-            if chunk.role not in (1, 2):
+            if chunk.role not in (ROLE_PREVIOUS, ROLE_REFERENCE):
                 raise InputError("input files must be PREVIOUS or REFERENCE adapters")
             adapter = job.adapters.setdefault(chunk.role, AdapterInput(format=chunk.format))
             if adapter.format != chunk.format:
@@ -57,7 +56,7 @@ def read_input(requests: Iterator[Any]) -> JobInput:
             adapter.files[chunk.filename] = adapter.files.get(chunk.filename, b"") + chunk.data
         elif kind == "rows":
             for row in request.rows.rows:
-                job.rows.append(row_from_message(row, len(job.rows), None))
+                job.rows.append(row_from_message(row, len(job.rows)))
         elif kind == "end":
             ended = True
         else:
@@ -141,7 +140,7 @@ class TrainerService(pb_grpc.TrainerServicer):
             files = lora_io.to_peft_files(result.adapter, spec.base_model.train_weights.removeprefix("hf:") or spec.base_model.name)
             for chunk in file_chunks(files, "peft"):
                 yield pb.TrainResponse(file=chunk)
-        yield pb.TrainResponse(finished=pb.Finished(metrics=result.metrics, trained=result.trained))
+        yield pb.TrainResponse(finished=pb.Finished(trained=result.trained))
 
     def Score(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
         with self._exclusive(context):

@@ -43,19 +43,24 @@ export class LocalTrainer {
 
   /** The running trainer, started (or restarted) when needed. */
   async client(): Promise<TrainerClient> {
-    if (this.running && !hasExited(this.running.child.process)) return this.running.client;
+    const running = this.alive();
+    if (running) return running.client;
     this.starting ??= this.start().finally(() => (this.starting = undefined));
     return (await this.starting).client;
   }
 
   /** The process id of the running trainer's guard (its process group), if one runs. */
   get pid(): number | undefined {
-    return this.running && !hasExited(this.running.child.process) ? this.running.child.process.pid : undefined;
+    return this.alive()?.child.process.pid;
   }
 
   /** Whether the trainer of `generation` is still the one running. */
   isAlive(generation: number): boolean {
-    return this.generation === generation && this.running !== undefined && !hasExited(this.running.child.process);
+    return this.generation === generation && this.alive() !== undefined;
+  }
+
+  private alive(): Running | undefined {
+    return this.running && !hasExited(this.running.child.process) ? this.running : undefined;
   }
 
   async stop(): Promise<void> {

@@ -71,7 +71,7 @@ export class TrainerClient {
               const [format, filename] = key.split("/", 2) as [string, string];
               if (format === "gguf" || format === "peft") output[format][filename] = Buffer.concat(chunks);
             }
-            return { metrics: message.value.metrics, trained: message.value.trained, adapter: output };
+            return { trained: message.value.trained, adapter: output };
         }
       }
     } catch (error) {

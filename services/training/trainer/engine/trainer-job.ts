@@ -78,7 +78,6 @@ export interface TrainerProgress {
 }
 
 export interface TrainerOutcome {
-  metrics: Record<string, number>;
   trained: boolean;
   adapter: AdapterFileSet;
 }
