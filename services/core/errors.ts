@@ -76,6 +76,13 @@ const codeOfKind: Record<ErrorKind, Code> = {
   internal: Code.Internal,
 };
 
+/**
+ * Messages toConnectError attaches as error details, for whoever must describe them (gRPC server
+ * reflection): no method signature references them. An ErrorBody is the failing method's own
+ * response type (REST finds it as such), so it is described with the method.
+ */
+export const errorDetailSchemas: readonly DescMessage[] = [ValidationErrorSchema];
+
 /** Violations listed in one error (its message counts them all). */
 export const MAX_VIOLATIONS = 100;
 

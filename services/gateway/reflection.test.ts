@@ -5,10 +5,11 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
-import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, createFileRegistry, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import type { DescMessage, DescService, MessageShape } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import type { FileDescriptorProto } from "@bufbuild/protobuf/wkt";
+import { BinaryReader } from "@bufbuild/protobuf/wire";
+import { AnySchema, anyUnpack, FileDescriptorProtoSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import type { Any, FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
@@ -17,10 +18,19 @@ import { Events, TrainingJobEventSchema } from "../../gen/srl/v1/events_pb.js";
 import { Inference } from "../../gen/srl/v1/inference_pb.js";
 import { ModelSchema, Models } from "../../gen/srl/v1/models_pb.js";
 import { Training } from "../../gen/srl/v1/training_pb.js";
+import { errorDetailSchemas } from "../core/errors.js";
+import type { ApiKeys } from "./auth/api-keys.js";
+import { buildEndpoints, defineHandlers, registerEndpoints } from "./pipeline.js";
 import { registerReflection } from "./reflection.js";
+import { grpcUnary } from "../../test/support/clients.js";
 
 const exposed: DescService[] = [Models, Inference, Training, Events];
 const NOT_FOUND = 5;
+const INVALID_ARGUMENT = 3;
+
+/** Every bearer token is valid: these tests need the pipeline's validation, not its keys. */
+const anyKey = { lookup: () => Promise.resolve({ _id: "", prefix: "srl_test", entity: "test", created_at: new Date(), revoked_at: null }) };
+const keys = anyKey as Pick<ApiKeys, "lookup"> as ApiKeys;
 
 /** One open ServerReflectionInfo stream: `ask` writes a request and waits for its response. */
 interface ReflectionStream<Req, Res> {
@@ -107,6 +117,21 @@ function dependenciesFirst(files: FileDescriptorProto[]): FileDescriptorProto[] 
   return ordered;
 }
 
+/**
+ * The details of a google.rpc.Status { code = 1; message = 2; repeated Any details = 3 }. Status
+ * itself is part of the gRPC protocol (clients know it), so it is read by hand here.
+ */
+function statusDetails(statusBytes: Uint8Array): Any[] {
+  const details: Any[] = [];
+  const reader = new BinaryReader(statusBytes);
+  while (reader.pos < reader.len) {
+    const [field, wireType] = reader.tag();
+    if (field === 3) details.push(fromBinary(AnySchema, reader.bytes()));
+    else reader.skip(wireType);
+  }
+  return details;
+}
+
 const expectedServices = [
   "srl.v1.Models",
   "srl.v1.Inference",
@@ -124,9 +149,8 @@ describe("gRPC server reflection over connect-node (h2c)", () => {
 
   beforeAll(async () => {
     const routes = (router: ConnectRouter) => {
-      for (const service of exposed) {
-        router.service(service, {}); // unimplemented handlers: reflection only needs the descriptors
-      }
+      // No handlers: requests are authenticated and validated, then answered unimplemented.
+      registerEndpoints(router, buildEndpoints(exposed.map((service) => defineHandlers(service, {})), keys));
       registerReflection(router, exposed);
     };
     server = http2.createServer(connectNodeAdapter({ routes }));
@@ -265,6 +289,59 @@ describe("gRPC server reflection over connect-node (h2c)", () => {
     stream.end();
     expect([symbol, file, extension, type].map(errorCode)).toEqual([NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND]);
     expect(listedServices(stillWorks)).toContain("srl.v1.Models");
+  });
+
+  it("serves the error-detail files, which no method references", async () => {
+    const stream = openV1();
+    const bySymbol = decodeFiles(await stream.ask(v1Request({ case: "fileContainingSymbol", value: "srl.v1.ValidationError" })));
+    const byField = decodeFiles(await stream.ask(v1Request({ case: "fileContainingSymbol", value: "srl.v1.FieldViolation.loc" })));
+    const report = decodeFiles(await stream.ask(v1Request({ case: "fileContainingSymbol", value: "srl.v1.SystemCheckResponse" })));
+    stream.end();
+    expect(bySymbol.map((f) => f.name)).toEqual(["srl/v1/errors.proto", "google/protobuf/struct.proto"]);
+    expect(byField.map((f) => f.name)).toEqual(["srl/v1/errors.proto"]); // already sent on this stream
+    expect(report[0]?.name).toBe("srl/v1/system.proto"); // the system check's 503 body: a method's response
+
+    const fresh = openV1();
+    const byName = decodeFiles(await fresh.ask(v1Request({ case: "fileByFilename", value: "srl/v1/errors.proto" })));
+    // Every detail message the error mapping attaches, not only ValidationError.
+    for (const schema of errorDetailSchemas) {
+      const answer = await fresh.ask(v1Request({ case: "fileContainingSymbol", value: schema.typeName }));
+      expect(decodeFiles(answer)[0]?.name).toBe(schema.file.proto.name);
+    }
+    fresh.end();
+    expect(byName.map((f) => f.name)).toEqual(["srl/v1/errors.proto", "google/protobuf/struct.proto"]);
+  });
+
+  it("lets a client decode a validation error's details from reflection alone", async () => {
+    const address = `127.0.0.1:${port}`;
+    const failure = (await grpcUnary(Inference.method.createChatCompletion, { messages: [{ role: "user" }], n: 0 }, "srl_test", address)).error;
+    expect(failure?.code).toBe(INVALID_ARGUMENT);
+    // Only the raw trailer is read: the client has no srl protos of its own.
+    const details = statusDetails(failure?.statusDetails ?? new Uint8Array());
+    expect(details.map((d) => d.typeUrl)).toEqual(["type.googleapis.com/srl.v1.ValidationError"]);
+
+    // As grpcurl does: the descriptors come from reflection, by the Any's type name.
+    const stream = openV1();
+    const files: FileDescriptorProto[] = [];
+    for (const detail of details) {
+      const typeName = detail.typeUrl.slice(detail.typeUrl.lastIndexOf("/") + 1);
+      files.push(...decodeFiles(await stream.ask(v1Request({ case: "fileContainingSymbol", value: typeName }))));
+    }
+    stream.end();
+    const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: dependenciesFirst(files) }));
+    const decoded = details.map((detail) => {
+      const message = anyUnpack(detail, registry);
+      const desc = registry.getMessage(message?.$typeName ?? "");
+      if (message === undefined || desc === undefined) throw new Error(`cannot decode ${detail.typeUrl}`);
+      return toJson(desc, message, { registry });
+    });
+    expect(decoded).toEqual([
+      {
+        detail: [
+          expect.objectContaining({ loc: ["body", "n"], msg: "Input should be greater than or equal to 1", type: "greater_than_equal" }),
+        ],
+      },
+    ]);
   });
 
   it("lets buf curl list methods through reflection", async () => {

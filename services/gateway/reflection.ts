@@ -1,6 +1,7 @@
 // gRPC server reflection (grpc.reflection.v1 and the deprecated v1alpha that older grpcurl and
 // buf curl versions still try), so clients can list services and fetch descriptors without
-// local protos. Descriptors come from the generated code's embedded DescFiles.
+// local protos. Descriptors come from the generated code's embedded DescFiles: those of the
+// services and of the error-detail messages, which no method references but clients must decode.
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { DescFile, DescMessage, DescService } from "@bufbuild/protobuf";
 import { nestedTypes } from "@bufbuild/protobuf/reflect";
@@ -9,6 +10,7 @@ import { Code } from "@connectrpc/connect";
 import type { ConnectRouter } from "@connectrpc/connect";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { errorDetailSchemas } from "../core/errors.js";
 
 /** The request oneof, common to both reflection versions. */
 export type ReflectionQuery =
@@ -43,10 +45,11 @@ const reflectionServices: readonly DescService[] = [v1.ServerReflection, v1alpha
 
 /**
  * Registers grpc.reflection.v1 and grpc.reflection.v1alpha ServerReflection on the router,
- * describing `services` (the services the server exposes) and the reflection services.
+ * describing `services` (the services the server exposes), the reflection services and the
+ * messages errors carry as details.
  */
 export function registerReflection(router: ConnectRouter, services: readonly DescService[]): ReflectionIndex {
-  const index = buildReflectionIndex([...services, ...reflectionServices]);
+  const index = buildReflectionIndex([...services, ...reflectionServices], errorDetailSchemas);
   router.service(v1.ServerReflection, {
     serverReflectionInfo: (requests) =>
       answerEach(index, requests, (request, answer) =>
@@ -70,12 +73,18 @@ export function registerReflection(router: ConnectRouter, services: readonly Des
   return index;
 }
 
-/** Indexes the files of `services` and, transitively, everything they import. */
-export function buildReflectionIndex(services: readonly DescService[]): ReflectionIndex {
+/**
+ * Indexes the files of `services` and of `messages` (types sent outside any method signature,
+ * such as error details) and, transitively, everything they import.
+ */
+export function buildReflectionIndex(
+  services: readonly DescService[],
+  messages: readonly DescMessage[] = [],
+): ReflectionIndex {
   const serviceNames = [...new Set(services.map((s) => s.typeName))];
   const files = new Map<string, DescFile>();
-  for (const service of services) {
-    collectFiles(service.file, files);
+  for (const desc of [...services, ...messages]) {
+    collectFiles(desc.file, files);
   }
   const symbols = new Map<string, DescFile>();
   const extensions = new Map<string, Map<number, DescFile>>();

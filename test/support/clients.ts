@@ -56,7 +56,8 @@ export function connectClient<S extends DescService>(service: S, flavor: Connect
 
 export interface GrpcResult<O extends DescMessage> {
   message?: MessageShape<O>;
-  error?: { code: number; details: string; validation?: ValidationError };
+  /** `statusDetails`: the raw `grpc-status-details-bin` trailer (a google.rpc.Status), when sent. */
+  error?: { code: number; details: string; validation?: ValidationError; statusDetails?: Buffer };
 }
 
 /** A unary call through @grpc/grpc-js, with messages serialised by protobuf-es. */
@@ -64,8 +65,10 @@ export async function grpcUnary<I extends DescMessage, O extends DescMessage>(
   method: DescMethodUnary<I, O>,
   request: MessageInitShape<I>,
   key?: string,
+  /** host:port of another server than the suite's. */
+  address?: string,
 ): Promise<GrpcResult<O>> {
-  const target = new URL(baseUrl()).host;
+  const target = address ?? new URL(baseUrl()).host;
   const client = new grpc.Client(target, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();
   if (key) metadata.set("authorization", `Bearer ${key}`);
@@ -80,7 +83,7 @@ export async function grpcUnary<I extends DescMessage, O extends DescMessage>(
         (error, message) => {
           if (error) {
             const bin = error.metadata?.get("grpc-status-details-bin")[0];
-            resolve({ error: { code: error.code, details: error.details, validation: bin instanceof Buffer ? validationOf(bin) : undefined } });
+            resolve({ error: { code: error.code, details: error.details, ...(bin instanceof Buffer ? { validation: validationOf(bin), statusDetails: bin } : {}) } });
           } else resolve({ message });
         },
       );
