@@ -37,7 +37,7 @@ export interface Config {
   engineThreads: number;
   /** Parallel sequences per llama.cpp context (continuous batching). */
   engineSequences: number;
-  /** Tokens of context per sequence. */
+  /** Cap on each base model's context per sequence; 0: the model's own trained context length. */
   engineContextSize: number;
   /** Requests waiting for a sequence, per base model, before 429. */
   engineMaxQueue: number;
@@ -84,7 +84,7 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "PRIORITY_MODELS", default: "(empty)", meaning: "comma-separated base models scheduled by request priority" },
   { name: "ENGINE_THREADS", default: "0", meaning: "llama.cpp threads (0 = cores - 1, at least 1)" },
   { name: "ENGINE_SEQUENCES", default: "8", meaning: "parallel sequences per context (continuous batching)" },
-  { name: "ENGINE_CONTEXT_SIZE", default: "2048", meaning: "tokens of context per sequence" },
+  { name: "ENGINE_CONTEXT_SIZE", default: "0", meaning: "cap on each base model's context per sequence (prompt + completion of one request); 0 = the model's own trained context length; either way lowered until a context of ENGINE_SEQUENCES fits in ENGINE_CONTEXT_MEMORY_MB (not below 512)" },
   { name: "ENGINE_MAX_QUEUE", default: "64", meaning: "requests waiting per base model before 429" },
   { name: "ENGINE_MAX_CONTEXTS", default: "4", meaning: "loaded contexts (base model + adapter) before LRU eviction" },
   { name: "ENGINE_CONTEXT_MEMORY_MB", default: "0", meaning: "memory for contexts (KV caches, adapters) before LRU eviction; 0 = a quarter of the machine's memory" },
@@ -127,7 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     priorityModels: list(env.PRIORITY_MODELS),
     engineThreads: intVar(env, "ENGINE_THREADS", 0, 0, 256),
     engineSequences: intVar(env, "ENGINE_SEQUENCES", 8, 1, 256),
-    engineContextSize: intVar(env, "ENGINE_CONTEXT_SIZE", 2048, 64, 1 << 20),
+    engineContextSize: intVar(env, "ENGINE_CONTEXT_SIZE", 0, 0, 1 << 20),
     engineMaxQueue: intVar(env, "ENGINE_MAX_QUEUE", 64, 0, 100_000),
     engineMaxContexts: intVar(env, "ENGINE_MAX_CONTEXTS", 4, 1, 64),
     engineContextMemoryMb: intVar(env, "ENGINE_CONTEXT_MEMORY_MB", 0, 0, 1 << 24),

@@ -63,7 +63,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters });
 
   const handlers = [
-    inferenceHandlers({ engine, resolver }),
+    inferenceHandlers({ engine, resolver, catalog, registry, checkpoints }),
     modelsHandlers({ database, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, trainability, databaseHealth: () => databaseHealth(database, embedded) }),
     trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
     eventsHandlers({ events, jobs }),

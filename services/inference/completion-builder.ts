@@ -176,7 +176,7 @@ function logprobsMessage(items: TokenLogprobOut[]): MessageInitShape<typeof Choi
   };
 }
 
-function usageMessage(usage: { promptTokens: number; completionTokens: number; cachedTokens: number }) {
+export function usageMessage(usage: { promptTokens: number; completionTokens: number; cachedTokens: number }) {
   return {
     promptTokens: usage.promptTokens,
     completionTokens: usage.completionTokens,
@@ -185,7 +185,7 @@ function usageMessage(usage: { promptTokens: number; completionTokens: number; c
   };
 }
 
-function stopReasonValue(reason: number | string | null) {
+export function stopReasonValue(reason: number | string | null) {
   if (reason === null) return undefined;
   return typeof reason === "number" ? { kind: { case: "numberValue" as const, value: reason } } : { kind: { case: "stringValue" as const, value: reason } };
 }

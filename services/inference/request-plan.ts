@@ -6,20 +6,27 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ChatCompletionRequest } from "../../gen/srl/v1/inference_pb.js";
 import { badRequest } from "../core/errors.js";
 import type { GenerateRequest } from "./engine/protocol.js";
+import { flattenTextParts } from "./message-rules.js";
 import type { ServeTarget } from "./resolve-model.js";
 
-export function planGeneration(request: ChatCompletionRequest, sent: JsonObject, target: ServeTarget, streaming: boolean, grammar: string | null): Omit<GenerateRequest, "id"> {
+/** The request fields chat and legacy completions share (both generated request types have them). */
+export type SharedFields = Pick<
+  ChatCompletionRequest,
+  | "n" | "seed" | "temperature" | "topP" | "topK" | "minP" | "frequencyPenalty" | "presencePenalty" | "repetitionPenalty"
+  | "logitBias" | "badWords" | "allowedTokenIds" | "stop" | "stopTokenIds" | "includeStopStrInOutput" | "ignoreEos" | "minTokens"
+  | "skipSpecialTokens" | "spacesBetweenSpecialTokens" | "priority" | "truncatePromptTokens" | "cacheSalt" | "promptLogprobs"
+  | "returnTokensAsTokenIds" | "repetitionDetection" | "useBeamSearch" | "kvTransferParams" | "vllmXargs" | "streamOptions"
+>;
+
+/** What a chat request and a legacy completion request run the same way. */
+export type SharedPlan = Omit<
+  GenerateRequest,
+  "id" | "rawPrompt" | "messages" | "tools" | "documents" | "chatTemplate" | "chatTemplateKwargs" | "addGenerationPrompt" | "continueFinalMessage" | "echo" | "addSpecialTokens" | "logprobs" | "topLogprobs"
+>;
+
+export function planShared(request: SharedFields, target: ServeTarget, streaming: boolean, grammar: string | null, maxTokens: number | null): SharedPlan {
   refuseUnsupported(request, streaming);
-  const addGenerationPrompt = request.addGenerationPrompt ?? true;
-  const continueFinalMessage = request.continueFinalMessage ?? false;
-  if (continueFinalMessage && addGenerationPrompt) {
-    throw badRequest("continue_final_message and add_generation_prompt cannot both be true; set add_generation_prompt: false to continue the final message");
-  }
-  if (request.messages.length === 0) throw badRequest("messages must not be empty");
-  if ((request.topLogprobs ?? 0) > 0 && !request.logprobs) throw badRequest("top_logprobs needs logprobs: true");
-  if ((request.topLogprobs ?? 0) > 20) throw badRequest("top_logprobs must be at most 20");
-  const maxTokens = request.maxCompletionTokens ?? request.maxTokens ?? null;
-  if (maxTokens !== null && maxTokens < (request.minTokens ?? 0)) throw badRequest("min_tokens must not exceed max_completion_tokens");
+  if (maxTokens !== null && maxTokens > 0 && maxTokens < (request.minTokens ?? 0)) throw badRequest("min_tokens must not exceed max_tokens");
   const temperature = request.temperature ?? 1;
   if (temperature < 0) throw badRequest("temperature must be >= 0");
   const topP = request.topP ?? null;
@@ -28,16 +35,6 @@ export function planGeneration(request: ChatCompletionRequest, sent: JsonObject,
     base: { name: target.base.name, source: target.base.source, scheduling: target.base.scheduling },
     adapterPath: target.adapterPath,
     priority: request.priority ?? 0,
-    messages: ((sent.messages ?? []) as JsonObject[]).map(flattenTextParts),
-    tools: request.tools.length > 0 ? ((sent.tools ?? []) as JsonObject[]) : null,
-    documents: request.documents.length > 0 ? request.documents : null,
-    chatTemplate: request.chatTemplate ?? null,
-    // reasoning_effort reaches the template as a variable, as vLLM passes it.
-    chatTemplateKwargs: { ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort } : {}), ...(request.chatTemplateKwargs ?? {}) },
-    addGenerationPrompt,
-    continueFinalMessage,
-    echo: request.echo ?? false,
-    addSpecialTokens: request.addSpecialTokens ?? false,
     truncatePromptTokens: request.truncatePromptTokens === undefined ? null : Number(request.truncatePromptTokens),
     cacheSalt: request.cacheSalt ?? null,
     n: request.n ?? 1,
@@ -65,28 +62,53 @@ export function planGeneration(request: ChatCompletionRequest, sent: JsonObject,
     spacesBetweenSpecialTokens: request.spacesBetweenSpecialTokens ?? true,
     repetitionDetection: repetitionDetection(request),
     grammar,
-    logprobs: request.logprobs ?? false,
-    topLogprobs: request.topLogprobs ?? 0,
     promptLogprobs: request.promptLogprobs ?? null,
     returnTokensAsTokenIds: request.returnTokensAsTokenIds ?? false,
   };
 }
 
-function refuseUnsupported(request: ChatCompletionRequest, streaming: boolean): void {
+export function planGeneration(request: ChatCompletionRequest, sent: JsonObject, target: ServeTarget, streaming: boolean, grammar: string | null): Omit<GenerateRequest, "id"> {
+  if (request.mmProcessorKwargs && Object.keys(request.mmProcessorKwargs).length > 0) throw badRequest("mm_processor_kwargs: the served models take text only");
+  if (request.engineXargs && Object.keys(request.engineXargs).length > 0) throw badRequest("engine_xargs: this engine has no custom extensions");
+  for (const part of request.messages.flatMap((m) => contentParts(m.content ? toJson(ValueSchema, m.content) : null))) {
+    if (part !== "text" && part !== "refusal") throw badRequest(`messages: content parts of type "${part}" are not supported (text only)`);
+  }
+  const addGenerationPrompt = request.addGenerationPrompt ?? true;
+  const continueFinalMessage = request.continueFinalMessage ?? false;
+  if (continueFinalMessage && addGenerationPrompt) {
+    throw badRequest("continue_final_message and add_generation_prompt cannot both be true; set add_generation_prompt: false to continue the final message");
+  }
+  if (request.messages.length === 0) throw badRequest("messages must not be empty");
+  if ((request.topLogprobs ?? 0) > 0 && !request.logprobs) throw badRequest("top_logprobs needs logprobs: true");
+  if ((request.topLogprobs ?? 0) > 20) throw badRequest("top_logprobs must be at most 20");
+  const maxTokens = request.maxCompletionTokens ?? request.maxTokens ?? null;
+  return {
+    ...planShared(request, target, streaming, grammar, maxTokens),
+    rawPrompt: null,
+    messages: ((sent.messages ?? []) as JsonObject[]).map(flattenTextParts),
+    tools: request.tools.length > 0 ? ((sent.tools ?? []) as JsonObject[]) : null,
+    documents: request.documents.length > 0 ? request.documents : null,
+    chatTemplate: request.chatTemplate ?? null,
+    // reasoning_effort reaches the template as a variable, as vLLM passes it.
+    chatTemplateKwargs: { ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort } : {}), ...(request.chatTemplateKwargs ?? {}) },
+    addGenerationPrompt,
+    continueFinalMessage,
+    echo: request.echo ?? false,
+    addSpecialTokens: request.addSpecialTokens ?? false,
+    logprobs: request.logprobs ?? false,
+    topLogprobs: request.topLogprobs ?? 0,
+  };
+}
+
+function refuseUnsupported(request: SharedFields, streaming: boolean): void {
   const refuse = (field: string, why: string) => {
     throw badRequest(`${field}: ${why}`);
   };
   if (request.useBeamSearch) refuse("use_beam_search", "beam search is not supported by this engine");
   if (request.kvTransferParams && Object.keys(request.kvTransferParams).length > 0) refuse("kv_transfer_params", "disaggregated serving is not available here");
-  if (request.mmProcessorKwargs && Object.keys(request.mmProcessorKwargs).length > 0) refuse("mm_processor_kwargs", "the served models take text only");
-  for (const [field, value] of [["engine_xargs", request.engineXargs], ["vllm_xargs", request.vllmXargs]] as const) {
-    if (value && Object.keys(value).length > 0) refuse(field, "this engine has no custom extensions");
-  }
+  if (request.vllmXargs && Object.keys(request.vllmXargs).length > 0) refuse("vllm_xargs", "this engine has no custom extensions");
   if (request.streamOptions && !streaming) refuse("stream_options", "only allowed with stream: true");
   if (streaming && request.promptLogprobs !== undefined) refuse("prompt_logprobs", "not available with stream: true");
-  for (const part of request.messages.flatMap((m) => contentParts(m.content ? toJson(ValueSchema, m.content) : null))) {
-    if (part !== "text") refuse("messages", `content parts of type "${part}" are not supported (text only)`);
-  }
 }
 
 function contentParts(content: JsonValue): string[] {
@@ -104,16 +126,8 @@ function logitBias(bias: { [key: string]: number }): Record<string, number> {
   return out;
 }
 
-/** Text-only content parts become one string (joined by newlines, as vLLM does), which every template understands. */
-function flattenTextParts(message: JsonObject): JsonObject {
-  const content = message.content;
-  if (!Array.isArray(content)) return message;
-  const texts = content.map((part) => (typeof part === "object" && part !== null && !Array.isArray(part) && typeof part.text === "string" ? part.text : ""));
-  return { ...message, content: texts.join("\n") };
-}
-
 /** vLLM's rule: on when max_pattern_size > 0 and min_count >= 2; min_pattern_size defaults to 1. */
-function repetitionDetection(request: ChatCompletionRequest): GenerateRequest["repetitionDetection"] {
+function repetitionDetection(request: Pick<SharedFields, "repetitionDetection">): GenerateRequest["repetitionDetection"] {
   const settings = request.repetitionDetection;
   if (!settings) return null;
   const max = settings.maxPatternSize ?? 0;

@@ -15,7 +15,8 @@ export interface StructuredOutput {
   fallback: string | null;
 }
 
-export function structuredOutput(request: ChatCompletionRequest): StructuredOutput {
+/** Reads only the two fields chat and legacy completions share. */
+export function structuredOutput(request: Pick<ChatCompletionRequest, "responseFormat" | "structuredOutputs">): StructuredOutput {
   const format = request.responseFormat;
   const so = request.structuredOutputs;
   const fromFormat = format && format.type !== "text" ? format.type : null;

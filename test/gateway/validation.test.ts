@@ -130,9 +130,11 @@ describe("REST validation errors (422, FastAPI shape)", () => {
       key,
       rawBody: `{"model": "tiny-chat", "messages": ${JSON.stringify(messages)}, "seed": 9223372036854775808}`,
     });
-    expect(res.status).toBe(422);
+    // An OpenAI route: vLLM's 400 in OpenAI's shape, FastAPI's detail list beside it.
+    expect(res.status).toBe(400);
     expect(res.text).toContain('"msg":"Input should be less than or equal to 9223372036854775807"');
     expect(res.body).toEqual({
+      error: { message: "body.seed: Input should be less than or equal to 9223372036854775807", type: "BadRequestError", param: "seed", code: 400 },
       detail: [
         {
           type: "less_than_equal",
@@ -156,8 +158,9 @@ describe("REST validation errors (422, FastAPI shape)", () => {
       key,
       body: { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], truncate_prompt_tokens: -2 },
     });
-    expect(res.status).toBe(422);
+    expect(res.status).toBe(400);
     expect(res.body).toEqual({
+      error: { message: "body.truncate_prompt_tokens: Input should be greater than or equal to -1", type: "BadRequestError", param: "truncate_prompt_tokens", code: 400 },
       detail: [
         { type: "greater_than_equal", loc: ["body", "truncate_prompt_tokens"], msg: "Input should be greater than or equal to -1", input: -2, ctx: { ge: -1 } },
       ],
@@ -196,7 +199,12 @@ describe("REST validation errors (422, FastAPI shape)", () => {
 
   it("refuses null where the spec does not allow it", async () => {
     const res = await rest("POST", "/v1/chat/completions", { key, body: { messages: [{ role: "user", content: "x" }], echo: null, tool_choice: "sometimes" } });
-    expect(res.body).toEqual({
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: { type: "BadRequestError", param: "tool_choice", code: 400 } });
+    expect((res.body as { error: { message: string } }).error.message).toBe(
+      "body.tool_choice: Input should be 'none', 'auto' or 'required'; body.echo: Input should be a valid boolean",
+    );
+    expect({ detail: (res.body as { detail: unknown }).detail }).toEqual({
       detail: [
         { type: "literal_error", loc: ["body", "tool_choice"], msg: "Input should be 'none', 'auto' or 'required'", input: "sometimes", ctx: { expected: "'none', 'auto' or 'required'" } },
         { type: "bool_type", loc: ["body", "echo"], msg: "Input should be a valid boolean", input: null },

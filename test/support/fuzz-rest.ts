@@ -84,7 +84,7 @@ function pathParamArb(name: string, pools: Pools): fc.Arbitrary<PathValue> {
 function fillTemplate(template: string, values: PathValue[]): { path: string; ok: boolean } {
   let i = 0;
   let ok = true;
-  const path = template.replace(/\{[a-z_0-9]+\}/g, () => {
+  const path = template.replace(/\{[a-z_0-9]+(=\*\*)?\}/g, () => {
     const value = values[i++] ?? { text: "x", ok: true };
     ok &&= value.ok;
     return value.text;
@@ -435,9 +435,13 @@ export function checkRest(c: RestCase, res: RawResponse, foreign: Record<Owner, 
             }
           }
         }
-      } else if (c.openai) {
+      } else if (c.openai && (c.routable || !(typeof detail === "string"))) {
+        // Requests that never reach the route (no such path, a target over the limit) may get the
+        // generic {detail: string}; those that do, OpenAI's shape.
         const error = isObj(body) ? body.error : undefined;
         if (!isObj(error) || typeof error.message !== "string" || typeof error.type !== "string" || !("param" in error) || !("code" in error)) v("chat error is not {error: {message, type, param, code}}");
+        // A validation error keeps FastAPI's list beside OpenAI's error.
+        if (detail !== undefined && (!Array.isArray(detail) || detail.some((item) => !isObj(item) || !Array.isArray(item.loc) || typeof item.msg !== "string"))) v("OpenAI 400 detail is not a list of {loc, msg, type}");
       } else if (typeof detail !== "string") v("error body is not {detail: string}");
     }
   }

@@ -8,6 +8,8 @@ import { file_google_api_annotations } from "../../google/api/annotations_pb.js"
 import type { ListValue, Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import { file_srl_v1_options } from "./options_pb.js";
+import type { GetServedModelRequestSchema, ListServedModelsRequestSchema, ServedModelListSchema, ServedModelSchema } from "./served_models_pb.js";
+import { file_srl_v1_served_models } from "./served_models_pb.js";
 import type { Tool } from "./trajectory_pb.js";
 import { file_srl_v1_trajectory } from "./trajectory_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -16,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/inference.proto.
  */
 export const file_srl_v1_inference: GenFile = /*@__PURE__*/
-  fileDesc("ChZzcmwvdjEvaW5mZXJlbmNlLnByb3RvEgZzcmwudjEiLwoMRnVuY3Rpb25DYWxsEgwKBG5hbWUYASABKAkSEQoJYXJndW1lbnRzGAIgASgJIkwKCFRvb2xDYWxsEgoKAmlkGAEgASgJEgwKBHR5cGUYAiABKAkSJgoIZnVuY3Rpb24YAyABKAsyFC5zcmwudjEuRnVuY3Rpb25DYWxsIqUDCgtDaGF0TWVzc2FnZRIUCgRyb2xlGAEgASgJQgbK8xgCCAESLwoHY29udGVudBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAhABEhkKBG5hbWUYAyABKAlCBsrzGAIQAUgAiAEBEiwKCnRvb2xfY2FsbHMYBCADKAsyEC5zcmwudjEuVG9vbENhbGxCBsrzGAIQARIhCgx0b29sX2NhbGxfaWQYBSABKAlCBsrzGAIQAUgBiAEBEhwKB3JlZnVzYWwYBiABKAlCBsrzGAIQAUgCiAEBEjMKDWZ1bmN0aW9uX2NhbGwYByABKAsyFC5zcmwudjEuRnVuY3Rpb25DYWxsQgbK8xgCEAESHgoJcmVhc29uaW5nGAggASgJQgbK8xgCEAFIA4gBARImChFyZWFzb25pbmdfY29udGVudBgJIAEoCUIGyvMYAhABSASIAQFCBwoFX25hbWVCDwoNX3Rvb2xfY2FsbF9pZEIKCghfcmVmdXNhbEIMCgpfcmVhc29uaW5nQhQKEl9yZWFzb25pbmdfY29udGVudCKzAQoQSnNvblNjaGVtYUZvcm1hdBIUCgRuYW1lGAEgASgJQgbK8xgCCAESIAoLZGVzY3JpcHRpb24YAiABKAlCBsrzGAIQAUgAiAEBEi8KBnNjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQARIbCgZzdHJpY3QYBCABKAhCBsrzGAIQAUgBiAEBQg4KDF9kZXNjcmlwdGlvbkIJCgdfc3RyaWN0IsYBCg5SZXNwb25zZUZvcm1hdBJECgR0eXBlGAEgASgJQjbK8xgyCAEyBHRleHQyC2pzb25fb2JqZWN0Mgtqc29uX3NjaGVtYTIOc3RydWN0dXJhbF90YWcSNQoLanNvbl9zY2hlbWEYAiABKAsyGC5zcmwudjEuSnNvblNjaGVtYUZvcm1hdEIGyvMYAhABEjcKDnN0cnVjdHVyYWxfdGFnGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGyvMYAhABIpoBCg1TdHJlYW1PcHRpb25zEigKDWluY2x1ZGVfdXNhZ2UYASABKAhCDMrzGAgQAToEdHJ1ZUgAiAEBEjIKFmNvbnRpbnVvdXNfdXNhZ2Vfc3RhdHMYAiABKAhCDcrzGAkQAToFZmFsc2VIAYgBAUIQCg5faW5jbHVkZV91c2FnZUIZChdfY29udGludW91c191c2FnZV9zdGF0cyLEBQoRU3RydWN0dXJlZE91dHB1dHMSLAoEanNvbhgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAhABEhoKBXJlZ2V4GAIgASgJQgbK8xgCEAFIAIgBARIWCgZjaG9pY2UYAyADKAlCBsrzGAIQARIcCgdncmFtbWFyGAQgASgJQgbK8xgCEAFIAYgBARIgCgtqc29uX29iamVjdBgFIAEoCEIGyvMYAhABSAKIAQESKgoQZGlzYWJsZV9mYWxsYmFjaxgGIAEoCEILyvMYBzoFZmFsc2VIA4gBARIwChZkaXNhYmxlX2FueV93aGl0ZXNwYWNlGAcgASgIQgvK8xgHOgVmYWxzZUgEiAEBEjcKHWRpc2FibGVfYWRkaXRpb25hbF9wcm9wZXJ0aWVzGAggASgIQgvK8xgHOgVmYWxzZUgFiAEBEicKEndoaXRlc3BhY2VfcGF0dGVybhgJIAEoCUIGyvMYAhABSAaIAQESIwoOc3RydWN0dXJhbF90YWcYCiABKAlCBsrzGAIQAUgHiAEBEiYKB2JhY2tlbmQYCyABKAlCBsrzGAIQAUgIUghfYmFja2VuZIgBARI9ChBiYWNrZW5kX3dhc19hdXRvGAwgASgIQgvK8xgHOgVmYWxzZUgJUhFfYmFja2VuZF93YXNfYXV0b4gBAUIICgZfcmVnZXhCCgoIX2dyYW1tYXJCDgoMX2pzb25fb2JqZWN0QhMKEV9kaXNhYmxlX2ZhbGxiYWNrQhkKF19kaXNhYmxlX2FueV93aGl0ZXNwYWNlQiAKHl9kaXNhYmxlX2FkZGl0aW9uYWxfcHJvcGVydGllc0IVChNfd2hpdGVzcGFjZV9wYXR0ZXJuQhEKD19zdHJ1Y3R1cmFsX3RhZ0IKCghfYmFja2VuZEITChFfYmFja2VuZF93YXNfYXV0byK7AQoTUmVwZXRpdGlvbkRldGVjdGlvbhIlChBtYXhfcGF0dGVybl9zaXplGAEgASgFQgbK8xgCEAFIAIgBARIlChBtaW5fcGF0dGVybl9zaXplGAIgASgFQgbK8xgCEAFIAYgBARIeCgltaW5fY291bnQYAyABKAVCBsrzGAIQAUgCiAEBQhMKEV9tYXhfcGF0dGVybl9zaXplQhMKEV9taW5fcGF0dGVybl9zaXplQgwKCl9taW5fY291bnQi3RkKFUNoYXRDb21wbGV0aW9uUmVxdWVzdBItCghtZXNzYWdlcxgBIAMoCzITLnNybC52MS5DaGF0TWVzc2FnZUIGyvMYAggBEhoKBW1vZGVsGAIgASgJQgbK8xgCEAFIAIgBARIpChFmcmVxdWVuY3lfcGVuYWx0eRgDIAEoAUIJyvMYBRABOgEwSAGIAQESKAoQcHJlc2VuY2VfcGVuYWx0eRgEIAEoAUIJyvMYBRABOgEwSAKIAQESSAoKbG9naXRfYmlhcxgFIAMoCzIsLnNybC52MS5DaGF0Q29tcGxldGlvblJlcXVlc3QuTG9naXRCaWFzRW50cnlCBsrzGAIQARIkCghsb2dwcm9icxgGIAEoCEINyvMYCRABOgVmYWxzZUgDiAEBEicKDHRvcF9sb2dwcm9icxgHIAEoBUIMyvMYCBABIgEwOgEwSASIAQESJAoKbWF4X3Rva2VucxgIIAEoBUILGAHK8xgFEAEiATFIBYgBARItChVtYXhfY29tcGxldGlvbl90b2tlbnMYCSABKAVCCcrzGAUQASIBMUgGiAEBEhwKAW4YCiABKAVCDMrzGAgQASIBMToBMUgHiAEBEjcKD3Jlc3BvbnNlX2Zvcm1hdBgLIAEoCzIWLnNybC52MS5SZXNwb25zZUZvcm1hdEIGyvMYAhABEkQKBHNlZWQYDCABKANCMcrzGC0QASIULTkyMjMzNzIwMzY4NTQ3NzU4MDgqEzkyMjMzNzIwMzY4NTQ3NzU4MDdICIgBARIaCgRzdG9wGA0gAygJQgzK8xgIEAE6AltdQAESIgoGc3RyZWFtGA4gASgIQg3K8xgJEAE6BWZhbHNlSAmIAQESNQoOc3RyZWFtX29wdGlvbnMYDyABKAsyFS5zcmwudjEuU3RyZWFtT3B0aW9uc0IGyvMYAhABEiAKC3RlbXBlcmF0dXJlGBAgASgBQgbK8xgCEAFICogBARIaCgV0b3BfcBgRIAEoAUIGyvMYAhABSAuIAQESIwoFdG9vbHMYEiADKAsyDC5zcmwudjEuVG9vbEIGyvMYAhABElEKC3Rvb2xfY2hvaWNlGBMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQiTK8xggEAEyBG5vbmUyBGF1dG8yCHJlcXVpcmVkOgYibm9uZSISOAoQcmVhc29uaW5nX2VmZm9ydBgUIAEoCUIZyvMYFRABMgNsb3cyBm1lZGl1bTIEaGlnaEgMiAEBEioKEWluY2x1ZGVfcmVhc29uaW5nGBUgASgIQgrK8xgGOgR0cnVlSA2IAQESLgoTcGFyYWxsZWxfdG9vbF9jYWxscxgWIAEoCEIMyvMYCBABOgR0cnVlSA6IAQESGQoEdXNlchgXIAEoCUIGyvMYAhABSA+IAQESKQoPdXNlX2JlYW1fc2VhcmNoGBggASgIQgvK8xgHOgVmYWxzZUgQiAEBEhoKBXRvcF9rGBkgASgFQgbK8xgCEAFIEYgBARIaCgVtaW5fcBgaIAEoAUIGyvMYAhABSBKIAQESJwoScmVwZXRpdGlvbl9wZW5hbHR5GBsgASgBQgbK8xgCEAFIE4gBARImCg5sZW5ndGhfcGVuYWx0eRgcIAEoAUIJyvMYBToDMS4wSBSIAQESHgoOc3RvcF90b2tlbl9pZHMYHSADKAVCBsrzGAIQARI0ChppbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dBgeIAEoCEILyvMYBzoFZmFsc2VIFYgBARIkCgppZ25vcmVfZW9zGB8gASgIQgvK8xgHOgVmYWxzZUgWiAEBEiMKCm1pbl90b2tlbnMYICABKAVCCsrzGAYiATA6ATBIF4gBARIsChNza2lwX3NwZWNpYWxfdG9rZW5zGCEgASgIQgrK8xgGOgR0cnVlSBiIAQESNgodc3BhY2VzX2JldHdlZW5fc3BlY2lhbF90b2tlbnMYIiABKAhCCsrzGAY6BHRydWVIGYgBARJEChZ0cnVuY2F0ZV9wcm9tcHRfdG9rZW5zGCMgASgDQh/K8xgbEAEiAi0xKhM5MjIzMzcyMDM2ODU0Nzc1ODA3SBqIAQESJAoPcHJvbXB0X2xvZ3Byb2JzGCQgASgFQgbK8xgCEAFIG4gBARIhChFhbGxvd2VkX3Rva2VuX2lkcxglIAMoBUIGyvMYAhABEhsKCWJhZF93b3JkcxgmIAMoCUIIyvMYBDoCW10SHgoEZWNobxgnIAEoCEILyvMYBzoFZmFsc2VIHIgBARIuChVhZGRfZ2VuZXJhdGlvbl9wcm9tcHQYKCABKAhCCsrzGAY6BHRydWVIHYgBARIwChZjb250aW51ZV9maW5hbF9tZXNzYWdlGCkgASgIQgvK8xgHOgVmYWxzZUgeiAEBEiwKEmFkZF9zcGVjaWFsX3Rva2VucxgqIAEoCEILyvMYBzoFZmFsc2VIH4gBARIyCglkb2N1bWVudHMYKyADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESIgoNY2hhdF90ZW1wbGF0ZRgsIAEoCUIGyvMYAhABSCCIAQESPQoUY2hhdF90ZW1wbGF0ZV9rd2FyZ3MYLSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESPAoTbW1fcHJvY2Vzc29yX2t3YXJncxguIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQARI9ChJzdHJ1Y3R1cmVkX291dHB1dHMYLyABKAsyGS5zcmwudjEuU3RydWN0dXJlZE91dHB1dHNCBsrzGAIQARIeCghwcmlvcml0eRgwIAEoBUIHyvMYAzoBMEghiAEBEh8KCnJlcXVlc3RfaWQYMSABKAlCBsrzGAIQAUgiiAEBEi8KGnJldHVybl90b2tlbnNfYXNfdG9rZW5faWRzGDIgASgIQgbK8xgCEAFII4gBARIlChByZXR1cm5fdG9rZW5faWRzGDMgASgIQgbK8xgCEAFIJIgBARIfCgpjYWNoZV9zYWx0GDQgASgJQgbK8xgCEAFIJYgBARI7ChJrdl90cmFuc2Zlcl9wYXJhbXMYNSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESNQoMZW5naW5lX3hhcmdzGDYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGyvMYAhABEjMKCnZsbG1feGFyZ3MYNyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESQQoUcmVwZXRpdGlvbl9kZXRlY3Rpb24YOCABKAsyGy5zcmwudjEuUmVwZXRpdGlvbkRldGVjdGlvbkIGyvMYAhABGjAKDkxvZ2l0Qmlhc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCCAoGX21vZGVsQhQKEl9mcmVxdWVuY3lfcGVuYWx0eUITChFfcHJlc2VuY2VfcGVuYWx0eUILCglfbG9ncHJvYnNCDwoNX3RvcF9sb2dwcm9ic0INCgtfbWF4X3Rva2Vuc0IYChZfbWF4X2NvbXBsZXRpb25fdG9rZW5zQgQKAl9uQgcKBV9zZWVkQgkKB19zdHJlYW1CDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEITChFfcmVhc29uaW5nX2VmZm9ydEIUChJfaW5jbHVkZV9yZWFzb25pbmdCFgoUX3BhcmFsbGVsX3Rvb2xfY2FsbHNCBwoFX3VzZXJCEgoQX3VzZV9iZWFtX3NlYXJjaEIICgZfdG9wX2tCCAoGX21pbl9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX2xlbmd0aF9wZW5hbHR5Qh0KG19pbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dEINCgtfaWdub3JlX2Vvc0INCgtfbWluX3Rva2Vuc0IWChRfc2tpcF9zcGVjaWFsX3Rva2Vuc0IgCh5fc3BhY2VzX2JldHdlZW5fc3BlY2lhbF90b2tlbnNCGQoXX3RydW5jYXRlX3Byb21wdF90b2tlbnNCEgoQX3Byb21wdF9sb2dwcm9ic0IHCgVfZWNob0IYChZfYWRkX2dlbmVyYXRpb25fcHJvbXB0QhkKF19jb250aW51ZV9maW5hbF9tZXNzYWdlQhUKE19hZGRfc3BlY2lhbF90b2tlbnNCEAoOX2NoYXRfdGVtcGxhdGVCCwoJX3ByaW9yaXR5Qg0KC19yZXF1ZXN0X2lkQh0KG19yZXR1cm5fdG9rZW5zX2FzX3Rva2VuX2lkc0ITChFfcmV0dXJuX3Rva2VuX2lkc0INCgtfY2FjaGVfc2FsdCJDCgpUb3BMb2dwcm9iEg0KBXRva2VuGAEgASgJEg8KB2xvZ3Byb2IYAiABKAESFQoFYnl0ZXMYAyADKAVCBsrzGAIQASJvCgxUb2tlbkxvZ3Byb2ISDQoFdG9rZW4YASABKAkSDwoHbG9ncHJvYhgCIAEoARIVCgVieXRlcxgDIAMoBUIGyvMYAhABEigKDHRvcF9sb2dwcm9icxgEIAMoCzISLnNybC52MS5Ub3BMb2dwcm9iIm4KDkNob2ljZUxvZ3Byb2JzEi0KB2NvbnRlbnQYASADKAsyFC5zcmwudjEuVG9rZW5Mb2dwcm9iQgbK8xgCEAESLQoHcmVmdXNhbBgCIAMoCzIULnNybC52MS5Ub2tlbkxvZ3Byb2JCBsrzGAIQASJRCgtVcmxDaXRhdGlvbhIRCgllbmRfaW5kZXgYASABKAUSEwoLc3RhcnRfaW5kZXgYAiABKAUSDQoFdGl0bGUYAyABKAkSCwoDdXJsGAQgASgJIkUKCkFubm90YXRpb24SDAoEdHlwZRgBIAEoCRIpCgx1cmxfY2l0YXRpb24YAiABKAsyEy5zcmwudjEuVXJsQ2l0YXRpb24iSQoFQXVkaW8SCgoCaWQYASABKAkSDAoEZGF0YRgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgDEhIKCnRyYW5zY3JpcHQYBCABKAkilwMKFUNoYXRDb21wbGV0aW9uTWVzc2FnZRIMCgRyb2xlGAEgASgJEhwKB2NvbnRlbnQYAiABKAlCBsrzGAIQAUgAiAEBEhwKB3JlZnVzYWwYAyABKAlCBsrzGAIQAUgBiAEBEi8KC2Fubm90YXRpb25zGAQgAygLMhIuc3JsLnYxLkFubm90YXRpb25CBsrzGAIQARIkCgVhdWRpbxgFIAEoCzINLnNybC52MS5BdWRpb0IGyvMYAhABEjMKDWZ1bmN0aW9uX2NhbGwYBiABKAsyFC5zcmwudjEuRnVuY3Rpb25DYWxsQgbK8xgCEAESJAoKdG9vbF9jYWxscxgHIAMoCzIQLnNybC52MS5Ub29sQ2FsbBIeCglyZWFzb25pbmcYCCABKAlCBsrzGAIQAUgCiAEBEiYKEXJlYXNvbmluZ19jb250ZW50GAkgASgJQgbK8xgCEAFIA4gBAUIKCghfY29udGVudEIKCghfcmVmdXNhbEIMCgpfcmVhc29uaW5nQhQKEl9yZWFzb25pbmdfY29udGVudCKNAgoUQ2hhdENvbXBsZXRpb25DaG9pY2USDQoFaW5kZXgYASABKAUSLgoHbWVzc2FnZRgCIAEoCzIdLnNybC52MS5DaGF0Q29tcGxldGlvbk1lc3NhZ2USMAoIbG9ncHJvYnMYAyABKAsyFi5zcmwudjEuQ2hvaWNlTG9ncHJvYnNCBsrzGAIQARIiCg1maW5pc2hfcmVhc29uGAQgASgJQgbK8xgCEAFIAIgBARIzCgtzdG9wX3JlYXNvbhgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAhABEhkKCXRva2VuX2lkcxgGIAMoBUIGyvMYAhABQhAKDl9maW5pc2hfcmVhc29uIiwKE1Byb21wdFRva2Vuc0RldGFpbHMSFQoNY2FjaGVkX3Rva2VucxgBIAEoBSKTAQoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoBRIUCgx0b3RhbF90b2tlbnMYAiABKAUSGQoRY29tcGxldGlvbl90b2tlbnMYAyABKAUSQgoVcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAQgASgLMhsuc3JsLnYxLlByb21wdFRva2Vuc0RldGFpbHNCBsrzGAIQASKpAwoOQ2hhdENvbXBsZXRpb24SCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEg8KB2NyZWF0ZWQYAyABKAMSDQoFbW9kZWwYBCABKAkSLQoHY2hvaWNlcxgFIAMoCzIcLnNybC52MS5DaGF0Q29tcGxldGlvbkNob2ljZRIcCgV1c2FnZRgGIAEoCzINLnNybC52MS5Vc2FnZRIhCgxzZXJ2aWNlX3RpZXIYByABKAlCBsrzGAIQAUgAiAEBEicKEnN5c3RlbV9maW5nZXJwcmludBgIIAEoCUIGyvMYAhABSAGIAQESOwoPcHJvbXB0X2xvZ3Byb2JzGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZUIGyvMYAhABEiAKEHByb21wdF90b2tlbl9pZHMYCiADKAVCBsrzGAIQARI7ChJrdl90cmFuc2Zlcl9wYXJhbXMYCyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAFCDwoNX3NlcnZpY2VfdGllckIVChNfc3lzdGVtX2ZpbmdlcnByaW50IpcBCg1Ub29sQ2FsbERlbHRhEg0KBWluZGV4GAEgASgFEhcKAmlkGAIgASgJQgbK8xgCEAFIAIgBARIZCgR0eXBlGAMgASgJQgbK8xgCEAFIAYgBARIzCghmdW5jdGlvbhgEIAEoCzIZLnNybC52MS5GdW5jdGlvbkNhbGxEZWx0YUIGyvMYAhABQgUKA19pZEIHCgVfdHlwZSJlChFGdW5jdGlvbkNhbGxEZWx0YRIZCgRuYW1lGAEgASgJQgbK8xgCEAFIAIgBARIeCglhcmd1bWVudHMYAiABKAlCBsrzGAIQAUgBiAEBQgcKBV9uYW1lQgwKCl9hcmd1bWVudHMipAIKE0NoYXRDb21wbGV0aW9uRGVsdGESGQoEcm9sZRgBIAEoCUIGyvMYAhABSACIAQESHAoHY29udGVudBgCIAEoCUIGyvMYAhABSAGIAQESHgoJcmVhc29uaW5nGAMgASgJQgbK8xgCEAFIAogBARImChFyZWFzb25pbmdfY29udGVudBgEIAEoCUIGyvMYAhABSAOIAQESKQoKdG9vbF9jYWxscxgFIAMoCzIVLnNybC52MS5Ub29sQ2FsbERlbHRhEhwKB3JlZnVzYWwYBiABKAlCBsrzGAIQAUgEiAEBQgcKBV9yb2xlQgoKCF9jb250ZW50QgwKCl9yZWFzb25pbmdCFAoSX3JlYXNvbmluZ19jb250ZW50QgoKCF9yZWZ1c2FsIo4CChlDaGF0Q29tcGxldGlvbkNodW5rQ2hvaWNlEg0KBWluZGV4GAEgASgFEioKBWRlbHRhGAIgASgLMhsuc3JsLnYxLkNoYXRDb21wbGV0aW9uRGVsdGESMAoIbG9ncHJvYnMYAyABKAsyFi5zcmwudjEuQ2hvaWNlTG9ncHJvYnNCBsrzGAIQARIiCg1maW5pc2hfcmVhc29uGAQgASgJQgbK8xgCEAFIAIgBARIzCgtzdG9wX3JlYXNvbhgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAhABEhkKCXRva2VuX2lkcxgGIAMoBUIGyvMYAhABQhAKDl9maW5pc2hfcmVhc29uIs0BChNDaGF0Q29tcGxldGlvbkNodW5rEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEg0KBW1vZGVsGAQgASgJEjIKB2Nob2ljZXMYBSADKAsyIS5zcmwudjEuQ2hhdENvbXBsZXRpb25DaHVua0Nob2ljZRIkCgV1c2FnZRgGIAEoCzINLnNybC52MS5Vc2FnZUIGyvMYAhABEiAKEHByb21wdF90b2tlbl9pZHMYByADKAVCBsrzGAIQATLAAgoJSW5mZXJlbmNlEpABChRDcmVhdGVDaGF0Q29tcGxldGlvbhIdLnNybC52MS5DaGF0Q29tcGxldGlvblJlcXVlc3QaFi5zcmwudjEuQ2hhdENvbXBsZXRpb24iQdLzGAIQAYLT5JMCNToBKloaOgEqIhUvdjEvY2hhdC9jb21wbGV0aW9ucy8iFC92MS9jaGF0L2NvbXBsZXRpb25zEp8BChRTdHJlYW1DaGF0Q29tcGxldGlvbhIdLnNybC52MS5DaGF0Q29tcGxldGlvblJlcXVlc3QaGy5zcmwudjEuQ2hhdENvbXBsZXRpb25DaHVuayJJ0vMYChABGgZzdHJlYW2C0+STAjU6ASpaGjoBKiIVL3YxL2NoYXQvY29tcGxldGlvbnMvIhQvdjEvY2hhdC9jb21wbGV0aW9uczABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_srl_v1_options, file_srl_v1_trajectory]);
+  fileDesc("ChZzcmwvdjEvaW5mZXJlbmNlLnByb3RvEgZzcmwudjEiLwoMRnVuY3Rpb25DYWxsEgwKBG5hbWUYASABKAkSEQoJYXJndW1lbnRzGAIgASgJIkwKCFRvb2xDYWxsEgoKAmlkGAEgASgJEgwKBHR5cGUYAiABKAkSJgoIZnVuY3Rpb24YAyABKAsyFC5zcmwudjEuRnVuY3Rpb25DYWxsIqUDCgtDaGF0TWVzc2FnZRIUCgRyb2xlGAEgASgJQgbK8xgCCAESLwoHY29udGVudBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAhABEhkKBG5hbWUYAyABKAlCBsrzGAIQAUgAiAEBEiwKCnRvb2xfY2FsbHMYBCADKAsyEC5zcmwudjEuVG9vbENhbGxCBsrzGAIQARIhCgx0b29sX2NhbGxfaWQYBSABKAlCBsrzGAIQAUgBiAEBEhwKB3JlZnVzYWwYBiABKAlCBsrzGAIQAUgCiAEBEjMKDWZ1bmN0aW9uX2NhbGwYByABKAsyFC5zcmwudjEuRnVuY3Rpb25DYWxsQgbK8xgCEAESHgoJcmVhc29uaW5nGAggASgJQgbK8xgCEAFIA4gBARImChFyZWFzb25pbmdfY29udGVudBgJIAEoCUIGyvMYAhABSASIAQFCBwoFX25hbWVCDwoNX3Rvb2xfY2FsbF9pZEIKCghfcmVmdXNhbEIMCgpfcmVhc29uaW5nQhQKEl9yZWFzb25pbmdfY29udGVudCKzAQoQSnNvblNjaGVtYUZvcm1hdBIUCgRuYW1lGAEgASgJQgbK8xgCCAESIAoLZGVzY3JpcHRpb24YAiABKAlCBsrzGAIQAUgAiAEBEi8KBnNjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQARIbCgZzdHJpY3QYBCABKAhCBsrzGAIQAUgBiAEBQg4KDF9kZXNjcmlwdGlvbkIJCgdfc3RyaWN0IsYBCg5SZXNwb25zZUZvcm1hdBJECgR0eXBlGAEgASgJQjbK8xgyCAEyBHRleHQyC2pzb25fb2JqZWN0Mgtqc29uX3NjaGVtYTIOc3RydWN0dXJhbF90YWcSNQoLanNvbl9zY2hlbWEYAiABKAsyGC5zcmwudjEuSnNvblNjaGVtYUZvcm1hdEIGyvMYAhABEjcKDnN0cnVjdHVyYWxfdGFnGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGyvMYAhABIpoBCg1TdHJlYW1PcHRpb25zEigKDWluY2x1ZGVfdXNhZ2UYASABKAhCDMrzGAgQAToEdHJ1ZUgAiAEBEjIKFmNvbnRpbnVvdXNfdXNhZ2Vfc3RhdHMYAiABKAhCDcrzGAkQAToFZmFsc2VIAYgBAUIQCg5faW5jbHVkZV91c2FnZUIZChdfY29udGludW91c191c2FnZV9zdGF0cyLEBQoRU3RydWN0dXJlZE91dHB1dHMSLAoEanNvbhgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAhABEhoKBXJlZ2V4GAIgASgJQgbK8xgCEAFIAIgBARIWCgZjaG9pY2UYAyADKAlCBsrzGAIQARIcCgdncmFtbWFyGAQgASgJQgbK8xgCEAFIAYgBARIgCgtqc29uX29iamVjdBgFIAEoCEIGyvMYAhABSAKIAQESKgoQZGlzYWJsZV9mYWxsYmFjaxgGIAEoCEILyvMYBzoFZmFsc2VIA4gBARIwChZkaXNhYmxlX2FueV93aGl0ZXNwYWNlGAcgASgIQgvK8xgHOgVmYWxzZUgEiAEBEjcKHWRpc2FibGVfYWRkaXRpb25hbF9wcm9wZXJ0aWVzGAggASgIQgvK8xgHOgVmYWxzZUgFiAEBEicKEndoaXRlc3BhY2VfcGF0dGVybhgJIAEoCUIGyvMYAhABSAaIAQESIwoOc3RydWN0dXJhbF90YWcYCiABKAlCBsrzGAIQAUgHiAEBEiYKB2JhY2tlbmQYCyABKAlCBsrzGAIQAUgIUghfYmFja2VuZIgBARI9ChBiYWNrZW5kX3dhc19hdXRvGAwgASgIQgvK8xgHOgVmYWxzZUgJUhFfYmFja2VuZF93YXNfYXV0b4gBAUIICgZfcmVnZXhCCgoIX2dyYW1tYXJCDgoMX2pzb25fb2JqZWN0QhMKEV9kaXNhYmxlX2ZhbGxiYWNrQhkKF19kaXNhYmxlX2FueV93aGl0ZXNwYWNlQiAKHl9kaXNhYmxlX2FkZGl0aW9uYWxfcHJvcGVydGllc0IVChNfd2hpdGVzcGFjZV9wYXR0ZXJuQhEKD19zdHJ1Y3R1cmFsX3RhZ0IKCghfYmFja2VuZEITChFfYmFja2VuZF93YXNfYXV0byK7AQoTUmVwZXRpdGlvbkRldGVjdGlvbhIlChBtYXhfcGF0dGVybl9zaXplGAEgASgFQgbK8xgCEAFIAIgBARIlChBtaW5fcGF0dGVybl9zaXplGAIgASgFQgbK8xgCEAFIAYgBARIeCgltaW5fY291bnQYAyABKAVCBsrzGAIQAUgCiAEBQhMKEV9tYXhfcGF0dGVybl9zaXplQhMKEV9taW5fcGF0dGVybl9zaXplQgwKCl9taW5fY291bnQi3RkKFUNoYXRDb21wbGV0aW9uUmVxdWVzdBItCghtZXNzYWdlcxgBIAMoCzITLnNybC52MS5DaGF0TWVzc2FnZUIGyvMYAggBEhoKBW1vZGVsGAIgASgJQgbK8xgCEAFIAIgBARIpChFmcmVxdWVuY3lfcGVuYWx0eRgDIAEoAUIJyvMYBRABOgEwSAGIAQESKAoQcHJlc2VuY2VfcGVuYWx0eRgEIAEoAUIJyvMYBRABOgEwSAKIAQESSAoKbG9naXRfYmlhcxgFIAMoCzIsLnNybC52MS5DaGF0Q29tcGxldGlvblJlcXVlc3QuTG9naXRCaWFzRW50cnlCBsrzGAIQARIkCghsb2dwcm9icxgGIAEoCEINyvMYCRABOgVmYWxzZUgDiAEBEicKDHRvcF9sb2dwcm9icxgHIAEoBUIMyvMYCBABIgEwOgEwSASIAQESJAoKbWF4X3Rva2VucxgIIAEoBUILGAHK8xgFEAEiATFIBYgBARItChVtYXhfY29tcGxldGlvbl90b2tlbnMYCSABKAVCCcrzGAUQASIBMUgGiAEBEhwKAW4YCiABKAVCDMrzGAgQASIBMToBMUgHiAEBEjcKD3Jlc3BvbnNlX2Zvcm1hdBgLIAEoCzIWLnNybC52MS5SZXNwb25zZUZvcm1hdEIGyvMYAhABEkQKBHNlZWQYDCABKANCMcrzGC0QASIULTkyMjMzNzIwMzY4NTQ3NzU4MDgqEzkyMjMzNzIwMzY4NTQ3NzU4MDdICIgBARIaCgRzdG9wGA0gAygJQgzK8xgIEAE6AltdQAESIgoGc3RyZWFtGA4gASgIQg3K8xgJEAE6BWZhbHNlSAmIAQESNQoOc3RyZWFtX29wdGlvbnMYDyABKAsyFS5zcmwudjEuU3RyZWFtT3B0aW9uc0IGyvMYAhABEiAKC3RlbXBlcmF0dXJlGBAgASgBQgbK8xgCEAFICogBARIaCgV0b3BfcBgRIAEoAUIGyvMYAhABSAuIAQESIwoFdG9vbHMYEiADKAsyDC5zcmwudjEuVG9vbEIGyvMYAhABElEKC3Rvb2xfY2hvaWNlGBMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlQiTK8xggEAEyBG5vbmUyBGF1dG8yCHJlcXVpcmVkOgYibm9uZSISOAoQcmVhc29uaW5nX2VmZm9ydBgUIAEoCUIZyvMYFRABMgNsb3cyBm1lZGl1bTIEaGlnaEgMiAEBEioKEWluY2x1ZGVfcmVhc29uaW5nGBUgASgIQgrK8xgGOgR0cnVlSA2IAQESLgoTcGFyYWxsZWxfdG9vbF9jYWxscxgWIAEoCEIMyvMYCBABOgR0cnVlSA6IAQESGQoEdXNlchgXIAEoCUIGyvMYAhABSA+IAQESKQoPdXNlX2JlYW1fc2VhcmNoGBggASgIQgvK8xgHOgVmYWxzZUgQiAEBEhoKBXRvcF9rGBkgASgFQgbK8xgCEAFIEYgBARIaCgVtaW5fcBgaIAEoAUIGyvMYAhABSBKIAQESJwoScmVwZXRpdGlvbl9wZW5hbHR5GBsgASgBQgbK8xgCEAFIE4gBARImCg5sZW5ndGhfcGVuYWx0eRgcIAEoAUIJyvMYBToDMS4wSBSIAQESHgoOc3RvcF90b2tlbl9pZHMYHSADKAVCBsrzGAIQARI0ChppbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dBgeIAEoCEILyvMYBzoFZmFsc2VIFYgBARIkCgppZ25vcmVfZW9zGB8gASgIQgvK8xgHOgVmYWxzZUgWiAEBEiMKCm1pbl90b2tlbnMYICABKAVCCsrzGAYiATA6ATBIF4gBARIsChNza2lwX3NwZWNpYWxfdG9rZW5zGCEgASgIQgrK8xgGOgR0cnVlSBiIAQESNgodc3BhY2VzX2JldHdlZW5fc3BlY2lhbF90b2tlbnMYIiABKAhCCsrzGAY6BHRydWVIGYgBARJEChZ0cnVuY2F0ZV9wcm9tcHRfdG9rZW5zGCMgASgDQh/K8xgbEAEiAi0xKhM5MjIzMzcyMDM2ODU0Nzc1ODA3SBqIAQESJAoPcHJvbXB0X2xvZ3Byb2JzGCQgASgFQgbK8xgCEAFIG4gBARIhChFhbGxvd2VkX3Rva2VuX2lkcxglIAMoBUIGyvMYAhABEhsKCWJhZF93b3JkcxgmIAMoCUIIyvMYBDoCW10SHgoEZWNobxgnIAEoCEILyvMYBzoFZmFsc2VIHIgBARIuChVhZGRfZ2VuZXJhdGlvbl9wcm9tcHQYKCABKAhCCsrzGAY6BHRydWVIHYgBARIwChZjb250aW51ZV9maW5hbF9tZXNzYWdlGCkgASgIQgvK8xgHOgVmYWxzZUgeiAEBEiwKEmFkZF9zcGVjaWFsX3Rva2VucxgqIAEoCEILyvMYBzoFZmFsc2VIH4gBARIyCglkb2N1bWVudHMYKyADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESIgoNY2hhdF90ZW1wbGF0ZRgsIAEoCUIGyvMYAhABSCCIAQESPQoUY2hhdF90ZW1wbGF0ZV9rd2FyZ3MYLSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESPAoTbW1fcHJvY2Vzc29yX2t3YXJncxguIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQARI9ChJzdHJ1Y3R1cmVkX291dHB1dHMYLyABKAsyGS5zcmwudjEuU3RydWN0dXJlZE91dHB1dHNCBsrzGAIQARIeCghwcmlvcml0eRgwIAEoBUIHyvMYAzoBMEghiAEBEh8KCnJlcXVlc3RfaWQYMSABKAlCBsrzGAIQAUgiiAEBEi8KGnJldHVybl90b2tlbnNfYXNfdG9rZW5faWRzGDIgASgIQgbK8xgCEAFII4gBARIlChByZXR1cm5fdG9rZW5faWRzGDMgASgIQgbK8xgCEAFIJIgBARIfCgpjYWNoZV9zYWx0GDQgASgJQgbK8xgCEAFIJYgBARI7ChJrdl90cmFuc2Zlcl9wYXJhbXMYNSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESNQoMZW5naW5lX3hhcmdzGDYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGyvMYAhABEjMKCnZsbG1feGFyZ3MYNyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAESQQoUcmVwZXRpdGlvbl9kZXRlY3Rpb24YOCABKAsyGy5zcmwudjEuUmVwZXRpdGlvbkRldGVjdGlvbkIGyvMYAhABGjAKDkxvZ2l0Qmlhc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCCAoGX21vZGVsQhQKEl9mcmVxdWVuY3lfcGVuYWx0eUITChFfcHJlc2VuY2VfcGVuYWx0eUILCglfbG9ncHJvYnNCDwoNX3RvcF9sb2dwcm9ic0INCgtfbWF4X3Rva2Vuc0IYChZfbWF4X2NvbXBsZXRpb25fdG9rZW5zQgQKAl9uQgcKBV9zZWVkQgkKB19zdHJlYW1CDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEITChFfcmVhc29uaW5nX2VmZm9ydEIUChJfaW5jbHVkZV9yZWFzb25pbmdCFgoUX3BhcmFsbGVsX3Rvb2xfY2FsbHNCBwoFX3VzZXJCEgoQX3VzZV9iZWFtX3NlYXJjaEIICgZfdG9wX2tCCAoGX21pbl9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX2xlbmd0aF9wZW5hbHR5Qh0KG19pbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dEINCgtfaWdub3JlX2Vvc0INCgtfbWluX3Rva2Vuc0IWChRfc2tpcF9zcGVjaWFsX3Rva2Vuc0IgCh5fc3BhY2VzX2JldHdlZW5fc3BlY2lhbF90b2tlbnNCGQoXX3RydW5jYXRlX3Byb21wdF90b2tlbnNCEgoQX3Byb21wdF9sb2dwcm9ic0IHCgVfZWNob0IYChZfYWRkX2dlbmVyYXRpb25fcHJvbXB0QhkKF19jb250aW51ZV9maW5hbF9tZXNzYWdlQhUKE19hZGRfc3BlY2lhbF90b2tlbnNCEAoOX2NoYXRfdGVtcGxhdGVCCwoJX3ByaW9yaXR5Qg0KC19yZXF1ZXN0X2lkQh0KG19yZXR1cm5fdG9rZW5zX2FzX3Rva2VuX2lkc0ITChFfcmV0dXJuX3Rva2VuX2lkc0INCgtfY2FjaGVfc2FsdCJDCgpUb3BMb2dwcm9iEg0KBXRva2VuGAEgASgJEg8KB2xvZ3Byb2IYAiABKAESFQoFYnl0ZXMYAyADKAVCBsrzGAIQASJvCgxUb2tlbkxvZ3Byb2ISDQoFdG9rZW4YASABKAkSDwoHbG9ncHJvYhgCIAEoARIVCgVieXRlcxgDIAMoBUIGyvMYAhABEigKDHRvcF9sb2dwcm9icxgEIAMoCzISLnNybC52MS5Ub3BMb2dwcm9iIm4KDkNob2ljZUxvZ3Byb2JzEi0KB2NvbnRlbnQYASADKAsyFC5zcmwudjEuVG9rZW5Mb2dwcm9iQgbK8xgCEAESLQoHcmVmdXNhbBgCIAMoCzIULnNybC52MS5Ub2tlbkxvZ3Byb2JCBsrzGAIQASJRCgtVcmxDaXRhdGlvbhIRCgllbmRfaW5kZXgYASABKAUSEwoLc3RhcnRfaW5kZXgYAiABKAUSDQoFdGl0bGUYAyABKAkSCwoDdXJsGAQgASgJIkUKCkFubm90YXRpb24SDAoEdHlwZRgBIAEoCRIpCgx1cmxfY2l0YXRpb24YAiABKAsyEy5zcmwudjEuVXJsQ2l0YXRpb24iSQoFQXVkaW8SCgoCaWQYASABKAkSDAoEZGF0YRgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgDEhIKCnRyYW5zY3JpcHQYBCABKAkilwMKFUNoYXRDb21wbGV0aW9uTWVzc2FnZRIMCgRyb2xlGAEgASgJEhwKB2NvbnRlbnQYAiABKAlCBsrzGAIQAUgAiAEBEhwKB3JlZnVzYWwYAyABKAlCBsrzGAIQAUgBiAEBEi8KC2Fubm90YXRpb25zGAQgAygLMhIuc3JsLnYxLkFubm90YXRpb25CBsrzGAIQARIkCgVhdWRpbxgFIAEoCzINLnNybC52MS5BdWRpb0IGyvMYAhABEjMKDWZ1bmN0aW9uX2NhbGwYBiABKAsyFC5zcmwudjEuRnVuY3Rpb25DYWxsQgbK8xgCEAESJAoKdG9vbF9jYWxscxgHIAMoCzIQLnNybC52MS5Ub29sQ2FsbBIeCglyZWFzb25pbmcYCCABKAlCBsrzGAIQAUgCiAEBEiYKEXJlYXNvbmluZ19jb250ZW50GAkgASgJQgbK8xgCEAFIA4gBAUIKCghfY29udGVudEIKCghfcmVmdXNhbEIMCgpfcmVhc29uaW5nQhQKEl9yZWFzb25pbmdfY29udGVudCKNAgoUQ2hhdENvbXBsZXRpb25DaG9pY2USDQoFaW5kZXgYASABKAUSLgoHbWVzc2FnZRgCIAEoCzIdLnNybC52MS5DaGF0Q29tcGxldGlvbk1lc3NhZ2USMAoIbG9ncHJvYnMYAyABKAsyFi5zcmwudjEuQ2hvaWNlTG9ncHJvYnNCBsrzGAIQARIiCg1maW5pc2hfcmVhc29uGAQgASgJQgbK8xgCEAFIAIgBARIzCgtzdG9wX3JlYXNvbhgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAhABEhkKCXRva2VuX2lkcxgGIAMoBUIGyvMYAhABQhAKDl9maW5pc2hfcmVhc29uIiwKE1Byb21wdFRva2Vuc0RldGFpbHMSFQoNY2FjaGVkX3Rva2VucxgBIAEoBSKTAQoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoBRIUCgx0b3RhbF90b2tlbnMYAiABKAUSGQoRY29tcGxldGlvbl90b2tlbnMYAyABKAUSQgoVcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAQgASgLMhsuc3JsLnYxLlByb21wdFRva2Vuc0RldGFpbHNCBsrzGAIQASKpAwoOQ2hhdENvbXBsZXRpb24SCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEg8KB2NyZWF0ZWQYAyABKAMSDQoFbW9kZWwYBCABKAkSLQoHY2hvaWNlcxgFIAMoCzIcLnNybC52MS5DaGF0Q29tcGxldGlvbkNob2ljZRIcCgV1c2FnZRgGIAEoCzINLnNybC52MS5Vc2FnZRIhCgxzZXJ2aWNlX3RpZXIYByABKAlCBsrzGAIQAUgAiAEBEicKEnN5c3RlbV9maW5nZXJwcmludBgIIAEoCUIGyvMYAhABSAGIAQESOwoPcHJvbXB0X2xvZ3Byb2JzGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZUIGyvMYAhABEiAKEHByb21wdF90b2tlbl9pZHMYCiADKAVCBsrzGAIQARI7ChJrdl90cmFuc2Zlcl9wYXJhbXMYCyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgbK8xgCEAFCDwoNX3NlcnZpY2VfdGllckIVChNfc3lzdGVtX2ZpbmdlcnByaW50IpcBCg1Ub29sQ2FsbERlbHRhEg0KBWluZGV4GAEgASgFEhcKAmlkGAIgASgJQgbK8xgCEAFIAIgBARIZCgR0eXBlGAMgASgJQgbK8xgCEAFIAYgBARIzCghmdW5jdGlvbhgEIAEoCzIZLnNybC52MS5GdW5jdGlvbkNhbGxEZWx0YUIGyvMYAhABQgUKA19pZEIHCgVfdHlwZSJlChFGdW5jdGlvbkNhbGxEZWx0YRIZCgRuYW1lGAEgASgJQgbK8xgCEAFIAIgBARIeCglhcmd1bWVudHMYAiABKAlCBsrzGAIQAUgBiAEBQgcKBV9uYW1lQgwKCl9hcmd1bWVudHMipAIKE0NoYXRDb21wbGV0aW9uRGVsdGESGQoEcm9sZRgBIAEoCUIGyvMYAhABSACIAQESHAoHY29udGVudBgCIAEoCUIGyvMYAhABSAGIAQESHgoJcmVhc29uaW5nGAMgASgJQgbK8xgCEAFIAogBARImChFyZWFzb25pbmdfY29udGVudBgEIAEoCUIGyvMYAhABSAOIAQESKQoKdG9vbF9jYWxscxgFIAMoCzIVLnNybC52MS5Ub29sQ2FsbERlbHRhEhwKB3JlZnVzYWwYBiABKAlCBsrzGAIQAUgEiAEBQgcKBV9yb2xlQgoKCF9jb250ZW50QgwKCl9yZWFzb25pbmdCFAoSX3JlYXNvbmluZ19jb250ZW50QgoKCF9yZWZ1c2FsIo4CChlDaGF0Q29tcGxldGlvbkNodW5rQ2hvaWNlEg0KBWluZGV4GAEgASgFEioKBWRlbHRhGAIgASgLMhsuc3JsLnYxLkNoYXRDb21wbGV0aW9uRGVsdGESMAoIbG9ncHJvYnMYAyABKAsyFi5zcmwudjEuQ2hvaWNlTG9ncHJvYnNCBsrzGAIQARIiCg1maW5pc2hfcmVhc29uGAQgASgJQgbK8xgCEAFIAIgBARIzCgtzdG9wX3JlYXNvbhgFIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAhABEhkKCXRva2VuX2lkcxgGIAMoBUIGyvMYAhABQhAKDl9maW5pc2hfcmVhc29uIs0BChNDaGF0Q29tcGxldGlvbkNodW5rEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEg0KBW1vZGVsGAQgASgJEjIKB2Nob2ljZXMYBSADKAsyIS5zcmwudjEuQ2hhdENvbXBsZXRpb25DaHVua0Nob2ljZRIkCgV1c2FnZRgGIAEoCzINLnNybC52MS5Vc2FnZUIGyvMYAhABEiAKEHByb21wdF90b2tlbl9pZHMYByADKAVCBsrzGAIQASKyEwoRQ29tcGxldGlvblJlcXVlc3QSGgoFbW9kZWwYASABKAlCBsrzGAIQAUgAiAEBEi4KBnByb21wdBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIGyvMYAggBEh8KB2Jlc3Rfb2YYAyABKAVCCcrzGAUQASIBMUgBiAEBEiAKBGVjaG8YBCABKAhCDcrzGAkQAToFZmFsc2VIAogBARIpChFmcmVxdWVuY3lfcGVuYWx0eRgFIAEoAUIJyvMYBRABOgEwSAOIAQESRAoKbG9naXRfYmlhcxgGIAMoCzIoLnNybC52MS5Db21wbGV0aW9uUmVxdWVzdC5Mb2dpdEJpYXNFbnRyeUIGyvMYAhABEiQKCGxvZ3Byb2JzGAcgASgFQg3K8xgJEAEiATAqAjIwSASIAQESJgoKbWF4X3Rva2VucxgIIAEoBUINyvMYCRABIgEwOgIxNkgFiAEBEhwKAW4YCSABKAVCDMrzGAgQASIBMToBMUgGiAEBEigKEHByZXNlbmNlX3BlbmFsdHkYCiABKAFCCcrzGAUQAToBMEgHiAEBEkQKBHNlZWQYCyABKANCMcrzGC0QASIULTkyMjMzNzIwMzY4NTQ3NzU4MDgqEzkyMjMzNzIwMzY4NTQ3NzU4MDdICIgBARIaCgRzdG9wGAwgAygJQgzK8xgIEAE6AltdQAESIgoGc3RyZWFtGA0gASgIQg3K8xgJEAE6BWZhbHNlSAmIAQESNQoOc3RyZWFtX29wdGlvbnMYDiABKAsyFS5zcmwudjEuU3RyZWFtT3B0aW9uc0IGyvMYAhABEhsKBnN1ZmZpeBgPIAEoCUIGyvMYAhABSAqIAQESIwoLdGVtcGVyYXR1cmUYECABKAFCCcrzGAUQAToBMUgLiAEBEh0KBXRvcF9wGBEgASgBQgnK8xgFEAE6ATFIDIgBARIZCgR1c2VyGBIgASgJQgbK8xgCEAFIDYgBARIpCg91c2VfYmVhbV9zZWFyY2gYEyABKAhCC8rzGAc6BWZhbHNlSA6IAQESGgoFdG9wX2sYFCABKAVCBsrzGAIQAUgPiAEBEhoKBW1pbl9wGBUgASgBQgbK8xgCEAFIEIgBARInChJyZXBldGl0aW9uX3BlbmFsdHkYFiABKAFCBsrzGAIQAUgRiAEBEiYKDmxlbmd0aF9wZW5hbHR5GBcgASgBQgnK8xgFOgMxLjBIEogBARIeCg5zdG9wX3Rva2VuX2lkcxgYIAMoBUIGyvMYAhABEjQKGmluY2x1ZGVfc3RvcF9zdHJfaW5fb3V0cHV0GBkgASgIQgvK8xgHOgVmYWxzZUgTiAEBEiQKCmlnbm9yZV9lb3MYGiABKAhCC8rzGAc6BWZhbHNlSBSIAQESIwoKbWluX3Rva2VucxgbIAEoBUIKyvMYBiIBMDoBMEgViAEBEiwKE3NraXBfc3BlY2lhbF90b2tlbnMYHCABKAhCCsrzGAY6BHRydWVIFogBARI2Ch1zcGFjZXNfYmV0d2Vlbl9zcGVjaWFsX3Rva2VucxgdIAEoCEIKyvMYBjoEdHJ1ZUgXiAEBEkQKFnRydW5jYXRlX3Byb21wdF90b2tlbnMYHiABKANCH8rzGBsQASICLTEqEzkyMjMzNzIwMzY4NTQ3NzU4MDdIGIgBARIhChFhbGxvd2VkX3Rva2VuX2lkcxgfIAMoBUIGyvMYAhABEhsKCWJhZF93b3JkcxggIAMoCUIIyvMYBDoCW10SKwoPcHJvbXB0X2xvZ3Byb2JzGCEgASgFQg3K8xgJEAEiATAqAjIwSBmIAQESKwoSYWRkX3NwZWNpYWxfdG9rZW5zGCIgASgIQgrK8xgGOgR0cnVlSBqIAQESNwoPcmVzcG9uc2VfZm9ybWF0GCMgASgLMhYuc3JsLnYxLlJlc3BvbnNlRm9ybWF0QgbK8xgCEAESPQoSc3RydWN0dXJlZF9vdXRwdXRzGCQgASgLMhkuc3JsLnYxLlN0cnVjdHVyZWRPdXRwdXRzQgbK8xgCEAESHgoIcHJpb3JpdHkYJSABKAVCB8rzGAM6ATBIG4gBARIfCgpyZXF1ZXN0X2lkGCYgASgJQgbK8xgCEAFIHIgBARIvChpyZXR1cm5fdG9rZW5zX2FzX3Rva2VuX2lkcxgnIAEoCEIGyvMYAhABSB2IAQESJQoQcmV0dXJuX3Rva2VuX2lkcxgoIAEoCEIGyvMYAhABSB6IAQESHwoKY2FjaGVfc2FsdBgpIAEoCUIGyvMYAhABSB+IAQESQQoUcmVwZXRpdGlvbl9kZXRlY3Rpb24YKiABKAsyGy5zcmwudjEuUmVwZXRpdGlvbkRldGVjdGlvbkIGyvMYAhABEjsKEmt2X3RyYW5zZmVyX3BhcmFtcxgrIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBsrzGAIQARIzCgp2bGxtX3hhcmdzGCwgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGyvMYAhABGjAKDkxvZ2l0Qmlhc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCCAoGX21vZGVsQgoKCF9iZXN0X29mQgcKBV9lY2hvQhQKEl9mcmVxdWVuY3lfcGVuYWx0eUILCglfbG9ncHJvYnNCDQoLX21heF90b2tlbnNCBAoCX25CEwoRX3ByZXNlbmNlX3BlbmFsdHlCBwoFX3NlZWRCCQoHX3N0cmVhbUIJCgdfc3VmZml4Qg4KDF90ZW1wZXJhdHVyZUIICgZfdG9wX3BCBwoFX3VzZXJCEgoQX3VzZV9iZWFtX3NlYXJjaEIICgZfdG9wX2tCCAoGX21pbl9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCEQoPX2xlbmd0aF9wZW5hbHR5Qh0KG19pbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dEINCgtfaWdub3JlX2Vvc0INCgtfbWluX3Rva2Vuc0IWChRfc2tpcF9zcGVjaWFsX3Rva2Vuc0IgCh5fc3BhY2VzX2JldHdlZW5fc3BlY2lhbF90b2tlbnNCGQoXX3RydW5jYXRlX3Byb21wdF90b2tlbnNCEgoQX3Byb21wdF9sb2dwcm9ic0IVChNfYWRkX3NwZWNpYWxfdG9rZW5zQgsKCV9wcmlvcml0eUINCgtfcmVxdWVzdF9pZEIdChtfcmV0dXJuX3Rva2Vuc19hc190b2tlbl9pZHNCEwoRX3JldHVybl90b2tlbl9pZHNCDQoLX2NhY2hlX3NhbHQilwEKEkNvbXBsZXRpb25Mb2dwcm9icxITCgt0ZXh0X29mZnNldBgBIAMoBRIuCg50b2tlbl9sb2dwcm9icxgCIAMoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIOCgZ0b2tlbnMYAyADKAkSLAoMdG9wX2xvZ3Byb2JzGAQgAygLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIsoCChBDb21wbGV0aW9uQ2hvaWNlEg0KBWluZGV4GAEgASgFEgwKBHRleHQYAiABKAkSNAoIbG9ncHJvYnMYAyABKAsyGi5zcmwudjEuQ29tcGxldGlvbkxvZ3Byb2JzQgbK8xgCEAESIgoNZmluaXNoX3JlYXNvbhgEIAEoCUIGyvMYAhABSACIAQESMwoLc3RvcF9yZWFzb24YBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCBsrzGAIQARI7Cg9wcm9tcHRfbG9ncHJvYnMYBiABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlQgbK8xgCEAESIAoQcHJvbXB0X3Rva2VuX2lkcxgHIAMoBUIGyvMYAhABEhkKCXRva2VuX2lkcxgIIAMoBUIGyvMYAhABQhAKDl9maW5pc2hfcmVhc29uItkBCgpDb21wbGV0aW9uEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEg0KBW1vZGVsGAQgASgJEikKB2Nob2ljZXMYBSADKAsyGC5zcmwudjEuQ29tcGxldGlvbkNob2ljZRIkCgV1c2FnZRgGIAEoCzINLnNybC52MS5Vc2FnZUIGyvMYAhABEicKEnN5c3RlbV9maW5nZXJwcmludBgHIAEoCUIGyvMYAhABSACIAQFCFQoTX3N5c3RlbV9maW5nZXJwcmludDKWBgoJSW5mZXJlbmNlEpABChRDcmVhdGVDaGF0Q29tcGxldGlvbhIdLnNybC52MS5DaGF0Q29tcGxldGlvblJlcXVlc3QaFi5zcmwudjEuQ2hhdENvbXBsZXRpb24iQdLzGAIQAYLT5JMCNToBKloaOgEqIhUvdjEvY2hhdC9jb21wbGV0aW9ucy8iFC92MS9jaGF0L2NvbXBsZXRpb25zEp8BChRTdHJlYW1DaGF0Q29tcGxldGlvbhIdLnNybC52MS5DaGF0Q29tcGxldGlvblJlcXVlc3QaGy5zcmwudjEuQ2hhdENvbXBsZXRpb25DaHVuayJJ0vMYChABGgZzdHJlYW2C0+STAjU6ASpaGjoBKiIVL3YxL2NoYXQvY29tcGxldGlvbnMvIhQvdjEvY2hhdC9jb21wbGV0aW9uczABEnoKEENyZWF0ZUNvbXBsZXRpb24SGS5zcmwudjEuQ29tcGxldGlvblJlcXVlc3QaEi5zcmwudjEuQ29tcGxldGlvbiI30vMYAhABgtPkkwIrOgEqWhU6ASoiEC92MS9jb21wbGV0aW9ucy8iDy92MS9jb21wbGV0aW9ucxKEAQoQU3RyZWFtQ29tcGxldGlvbhIZLnNybC52MS5Db21wbGV0aW9uUmVxdWVzdBoSLnNybC52MS5Db21wbGV0aW9uIj/S8xgKEAEaBnN0cmVhbYLT5JMCKzoBKloVOgEqIhAvdjEvY29tcGxldGlvbnMvIg8vdjEvY29tcGxldGlvbnMwARJmChBMaXN0U2VydmVkTW9kZWxzEh8uc3JsLnYxLkxpc3RTZXJ2ZWRNb2RlbHNSZXF1ZXN0Ghcuc3JsLnYxLlNlcnZlZE1vZGVsTGlzdCIY0vMYAhABgtPkkwIMEgovdjEvbW9kZWxzEmkKDkdldFNlcnZlZE1vZGVsEh0uc3JsLnYxLkdldFNlcnZlZE1vZGVsUmVxdWVzdBoTLnNybC52MS5TZXJ2ZWRNb2RlbCIj0vMYAhABgtPkkwIXEhUvdjEvbW9kZWxzL3ttb2RlbD0qKn1iBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_srl_v1_options, file_srl_v1_served_models, file_srl_v1_trajectory]);
 
 /**
  * A function call made by the model (legacy single-call form).
@@ -1235,6 +1237,413 @@ export const ChatCompletionChunkSchema: GenMessage<ChatCompletionChunk> = /*@__P
   messageDesc(file_srl_v1_inference, 24);
 
 /**
+ * A legacy completion request (OpenAI's `/v1/completions` with vLLM's engine options): raw text or
+ * token ids in, no chat template. Evaluation harnesses score with `echo`, `logprobs` and
+ * `max_tokens: 0`.
+ *
+ * @generated from message srl.v1.CompletionRequest
+ */
+export type CompletionRequest = Message<"srl.v1.CompletionRequest"> & {
+  /**
+   * @generated from field: optional string model = 1;
+   */
+  model?: string | undefined;
+
+  /**
+   * A string, a list of strings, a list of token ids, or a list of lists of token ids.
+   *
+   * @generated from field: google.protobuf.Value prompt = 2;
+   */
+  prompt?: Value | undefined;
+
+  /**
+   * Only `best_of` equal to `n` (or unset) is served: no hidden extra samples.
+   *
+   * @generated from field: optional int32 best_of = 3;
+   */
+  bestOf?: number | undefined;
+
+  /**
+   * Prepend the prompt to each choice's text (and its log-probabilities to `logprobs`).
+   *
+   * @generated from field: optional bool echo = 4;
+   */
+  echo?: boolean | undefined;
+
+  /**
+   * @generated from field: optional double frequency_penalty = 5;
+   */
+  frequencyPenalty?: number | undefined;
+
+  /**
+   * @generated from field: map<string, double> logit_bias = 6;
+   */
+  logitBias: { [key: string]: number };
+
+  /**
+   * The number of most likely alternatives per token, besides the chosen one (0-20).
+   *
+   * @generated from field: optional int32 logprobs = 7;
+   */
+  logprobs?: number | undefined;
+
+  /**
+   * 0 is allowed with `echo` (score the prompt, generate nothing).
+   *
+   * @generated from field: optional int32 max_tokens = 8;
+   */
+  maxTokens?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 n = 9;
+   */
+  n?: number | undefined;
+
+  /**
+   * @generated from field: optional double presence_penalty = 10;
+   */
+  presencePenalty?: number | undefined;
+
+  /**
+   * @generated from field: optional int64 seed = 11;
+   */
+  seed?: bigint | undefined;
+
+  /**
+   * A string or a list of strings.
+   *
+   * @generated from field: repeated string stop = 12;
+   */
+  stop: string[];
+
+  /**
+   * @generated from field: optional bool stream = 13;
+   */
+  stream?: boolean | undefined;
+
+  /**
+   * @generated from field: srl.v1.StreamOptions stream_options = 14;
+   */
+  streamOptions?: StreamOptions | undefined;
+
+  /**
+   * Fill-in-the-middle; refused (none of the served models is trained for it).
+   *
+   * @generated from field: optional string suffix = 15;
+   */
+  suffix?: string | undefined;
+
+  /**
+   * @generated from field: optional double temperature = 16;
+   */
+  temperature?: number | undefined;
+
+  /**
+   * @generated from field: optional double top_p = 17;
+   */
+  topP?: number | undefined;
+
+  /**
+   * @generated from field: optional string user = 18;
+   */
+  user?: string | undefined;
+
+  /**
+   * vLLM's sampling and output options, as on chat completions.
+   *
+   * @generated from field: optional bool use_beam_search = 19;
+   */
+  useBeamSearch?: boolean | undefined;
+
+  /**
+   * @generated from field: optional int32 top_k = 20;
+   */
+  topK?: number | undefined;
+
+  /**
+   * @generated from field: optional double min_p = 21;
+   */
+  minP?: number | undefined;
+
+  /**
+   * @generated from field: optional double repetition_penalty = 22;
+   */
+  repetitionPenalty?: number | undefined;
+
+  /**
+   * @generated from field: optional double length_penalty = 23;
+   */
+  lengthPenalty?: number | undefined;
+
+  /**
+   * @generated from field: repeated int32 stop_token_ids = 24;
+   */
+  stopTokenIds: number[];
+
+  /**
+   * @generated from field: optional bool include_stop_str_in_output = 25;
+   */
+  includeStopStrInOutput?: boolean | undefined;
+
+  /**
+   * @generated from field: optional bool ignore_eos = 26;
+   */
+  ignoreEos?: boolean | undefined;
+
+  /**
+   * @generated from field: optional int32 min_tokens = 27;
+   */
+  minTokens?: number | undefined;
+
+  /**
+   * @generated from field: optional bool skip_special_tokens = 28;
+   */
+  skipSpecialTokens?: boolean | undefined;
+
+  /**
+   * @generated from field: optional bool spaces_between_special_tokens = 29;
+   */
+  spacesBetweenSpecialTokens?: boolean | undefined;
+
+  /**
+   * @generated from field: optional int64 truncate_prompt_tokens = 30;
+   */
+  truncatePromptTokens?: bigint | undefined;
+
+  /**
+   * @generated from field: repeated int32 allowed_token_ids = 31;
+   */
+  allowedTokenIds: number[];
+
+  /**
+   * @generated from field: repeated string bad_words = 32;
+   */
+  badWords: string[];
+
+  /**
+   * @generated from field: optional int32 prompt_logprobs = 33;
+   */
+  promptLogprobs?: number | undefined;
+
+  /**
+   * Unlike chat, a raw prompt gets the tokenizer's special tokens (BOS) by default, as in vLLM.
+   *
+   * @generated from field: optional bool add_special_tokens = 34;
+   */
+  addSpecialTokens?: boolean | undefined;
+
+  /**
+   * @generated from field: srl.v1.ResponseFormat response_format = 35;
+   */
+  responseFormat?: ResponseFormat | undefined;
+
+  /**
+   * @generated from field: srl.v1.StructuredOutputs structured_outputs = 36;
+   */
+  structuredOutputs?: StructuredOutputs | undefined;
+
+  /**
+   * @generated from field: optional int32 priority = 37;
+   */
+  priority?: number | undefined;
+
+  /**
+   * @generated from field: optional string request_id = 38;
+   */
+  requestId?: string | undefined;
+
+  /**
+   * @generated from field: optional bool return_tokens_as_token_ids = 39;
+   */
+  returnTokensAsTokenIds?: boolean | undefined;
+
+  /**
+   * @generated from field: optional bool return_token_ids = 40;
+   */
+  returnTokenIds?: boolean | undefined;
+
+  /**
+   * @generated from field: optional string cache_salt = 41;
+   */
+  cacheSalt?: string | undefined;
+
+  /**
+   * @generated from field: srl.v1.RepetitionDetection repetition_detection = 42;
+   */
+  repetitionDetection?: RepetitionDetection | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Struct kv_transfer_params = 43;
+   */
+  kvTransferParams?: JsonObject | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Struct vllm_xargs = 44;
+   */
+  vllmXargs?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message srl.v1.CompletionRequest.
+ * Use `create(CompletionRequestSchema)` to create a new message.
+ */
+export const CompletionRequestSchema: GenMessage<CompletionRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_inference, 25);
+
+/**
+ * Log-probabilities in the legacy shape: one entry per token of the choice's text.
+ *
+ * @generated from message srl.v1.CompletionLogprobs
+ */
+export type CompletionLogprobs = Message<"srl.v1.CompletionLogprobs"> & {
+  /**
+   * Where each token starts in the choice's text (characters).
+   *
+   * @generated from field: repeated int32 text_offset = 1;
+   */
+  textOffset: number[];
+
+  /**
+   * A number per token; null for a prompt's first token (nothing precedes it).
+   *
+   * @generated from field: repeated google.protobuf.Value token_logprobs = 2;
+   */
+  tokenLogprobs: Value[];
+
+  /**
+   * @generated from field: repeated string tokens = 3;
+   */
+  tokens: string[];
+
+  /**
+   * Per token `{token: logprob}` of the most likely alternatives and the chosen token; null for a
+   * prompt's first token.
+   *
+   * @generated from field: repeated google.protobuf.Value top_logprobs = 4;
+   */
+  topLogprobs: Value[];
+};
+
+/**
+ * Describes the message srl.v1.CompletionLogprobs.
+ * Use `create(CompletionLogprobsSchema)` to create a new message.
+ */
+export const CompletionLogprobsSchema: GenMessage<CompletionLogprobs> = /*@__PURE__*/
+  messageDesc(file_srl_v1_inference, 26);
+
+/**
+ * One completion alternative (also a streamed chunk's choice, with its text so far added).
+ *
+ * @generated from message srl.v1.CompletionChoice
+ */
+export type CompletionChoice = Message<"srl.v1.CompletionChoice"> & {
+  /**
+   * prompt index x n + choice number.
+   *
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * @generated from field: srl.v1.CompletionLogprobs logprobs = 3;
+   */
+  logprobs?: CompletionLogprobs | undefined;
+
+  /**
+   * `stop` or `length`; null in chunks before the last.
+   *
+   * @generated from field: optional string finish_reason = 4;
+   */
+  finishReason?: string | undefined;
+
+  /**
+   * The stop token id (number) or stop string that ended generation, if any.
+   *
+   * @generated from field: google.protobuf.Value stop_reason = 5;
+   */
+  stopReason?: Value | undefined;
+
+  /**
+   * One entry per prompt token: null for the first, else `{token_id: {logprob, rank, decoded_token}}`.
+   *
+   * @generated from field: google.protobuf.ListValue prompt_logprobs = 6;
+   */
+  promptLogprobs?: ListValue | undefined;
+
+  /**
+   * @generated from field: repeated int32 prompt_token_ids = 7;
+   */
+  promptTokenIds: number[];
+
+  /**
+   * @generated from field: repeated int32 token_ids = 8;
+   */
+  tokenIds: number[];
+};
+
+/**
+ * Describes the message srl.v1.CompletionChoice.
+ * Use `create(CompletionChoiceSchema)` to create a new message.
+ */
+export const CompletionChoiceSchema: GenMessage<CompletionChoice> = /*@__PURE__*/
+  messageDesc(file_srl_v1_inference, 27);
+
+/**
+ * A completion (`object: "text_completion"`); streamed, each chunk has the same shape and the last
+ * one carries `usage` when `stream_options.include_usage` asks for it.
+ *
+ * @generated from message srl.v1.Completion
+ */
+export type Completion = Message<"srl.v1.Completion"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string object = 2;
+   */
+  object: string;
+
+  /**
+   * @generated from field: int64 created = 3;
+   */
+  created: bigint;
+
+  /**
+   * @generated from field: string model = 4;
+   */
+  model: string;
+
+  /**
+   * @generated from field: repeated srl.v1.CompletionChoice choices = 5;
+   */
+  choices: CompletionChoice[];
+
+  /**
+   * @generated from field: srl.v1.Usage usage = 6;
+   */
+  usage?: Usage | undefined;
+
+  /**
+   * @generated from field: optional string system_fingerprint = 7;
+   */
+  systemFingerprint?: string | undefined;
+};
+
+/**
+ * Describes the message srl.v1.Completion.
+ * Use `create(CompletionSchema)` to create a new message.
+ */
+export const CompletionSchema: GenMessage<Completion> = /*@__PURE__*/
+  messageDesc(file_srl_v1_inference, 28);
+
+/**
  * OpenAI-compatible chat completions (with vLLM's extra request options) on registered models,
  * their checkpoints and base models.
  *
@@ -1261,6 +1670,46 @@ export const Inference: GenService<{
     methodKind: "server_streaming";
     input: typeof ChatCompletionRequestSchema;
     output: typeof ChatCompletionChunkSchema;
+  },
+  /**
+   * Creates a completion of a raw prompt (the legacy API; no chat template).
+   *
+   * @generated from rpc srl.v1.Inference.CreateCompletion
+   */
+  createCompletion: {
+    methodKind: "unary";
+    input: typeof CompletionRequestSchema;
+    output: typeof CompletionSchema;
+  },
+  /**
+   * The streaming twin (REST: `stream: true`, server-sent events ending in `data: [DONE]`).
+   *
+   * @generated from rpc srl.v1.Inference.StreamCompletion
+   */
+  streamCompletion: {
+    methodKind: "server_streaming";
+    input: typeof CompletionRequestSchema;
+    output: typeof CompletionSchema;
+  },
+  /**
+   * Lists the models `model` may name: the catalog's base models and the caller's models.
+   *
+   * @generated from rpc srl.v1.Inference.ListServedModels
+   */
+  listServedModels: {
+    methodKind: "unary";
+    input: typeof ListServedModelsRequestSchema;
+    output: typeof ServedModelListSchema;
+  },
+  /**
+   * One model by any name `model` accepts (404 if the caller cannot use it).
+   *
+   * @generated from rpc srl.v1.Inference.GetServedModel
+   */
+  getServedModel: {
+    methodKind: "unary";
+    input: typeof GetServedModelRequestSchema;
+    output: typeof ServedModelSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_srl_v1_inference, 0);

@@ -1,6 +1,9 @@
 // REST status and body for a ConnectError: FastAPI's 422 `{"detail": [...]}` for validation,
 // `{"detail": "..."}` otherwise, OpenAI's `{"error": {...}}` on the OpenAI-compatible routes, or a
-// whole response message when the error carries one (system check: 503 with its report).
+// whole response message when the error carries one (system check: 503 with its report). On the
+// OpenAI routes a validation error is vLLM's 400 `{"error": {...}}`, with FastAPI's `detail` list
+// in the same body: the SDKs show the message (they drop a 422's body) and clients reading
+// `detail` keep working.
 import { toJson, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -45,7 +48,11 @@ export function restError(error: ConnectError, options: { output?: DescMessage; 
   const headers: Record<string, string> = {};
   const [validation] = error.findDetails(ValidationErrorSchema);
   if (validation && validation.detail.length > 0) {
-    return { status: 422, body: { detail: validation.detail.map(violationJson) }, headers };
+    const detail = validation.detail.map(violationJson);
+    if (!options.openai) return { status: 422, body: { detail }, headers };
+    const body = messageBody(400, error.rawMessage, true);
+    (body.error as JsonObject).param = paramOf(detail[0]);
+    return { status: 400, body: { ...body, detail }, headers };
   }
   const status = statusOfCode[error.code] ?? 500;
   if (status === 401) headers["www-authenticate"] = "Bearer";
@@ -61,6 +68,13 @@ export function messageBody(status: number, message: string, openai: boolean): J
   return openai
     ? { error: { message, type: openaiType[status] ?? "InternalServerError", param: null, code: status } }
     : { detail: message };
+}
+
+/** OpenAI's `param`: the offending field's path in the body ("messages.0.content"). */
+function paramOf(violation: JsonObject | undefined): string | null {
+  const loc = Array.isArray(violation?.loc) ? violation.loc : [];
+  const path = (loc[0] === "body" ? loc.slice(1) : loc).map(String).join(".");
+  return path || null;
 }
 
 function violationJson(violation: FieldViolation): JsonObject {

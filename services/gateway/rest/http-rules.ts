@@ -37,10 +37,11 @@ function compile(service: DescService, method: DescMethod, binding: HttpRule, pr
   const pattern = template
     .split("/")
     .map((segment) => {
-      const variable = /^\{([a-z_][a-z0-9_]*)\}$/.exec(segment);
+      // `{name}` is one segment; `{name=**}` the rest of the path, slashes included (model names).
+      const variable = /^\{([a-z_][a-z0-9_]*)(=\*\*)?\}$/.exec(segment);
       if (!variable?.[1]) return escapeRegExp(segment);
       pathParams.push(variable[1]);
-      return "([^/]+)";
+      return variable[2] ? "(.+)" : "([^/]+)";
     })
     .join("/");
   return {

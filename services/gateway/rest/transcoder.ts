@@ -46,6 +46,9 @@ export function createTranscoder(options: TranscoderOptions) {
     let openai = false;
     let status = 500;
     try {
+      // Known before the path's parameters are decoded, so that a malformed one on an OpenAI route
+      // is answered in OpenAI's shape too.
+      openai = routes.some((r) => r.verb === verb && r.matcher.test(target.pathname) && (restRule(r.method)?.openaiErrors ?? false));
       const candidates = matchRoutes(routes, verb, target.pathname);
       const first = candidates[0];
       if (!first) {

@@ -6,9 +6,9 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { ApiError, badRequest, notFound, overloaded, unavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
-import { NOTHING_LEFT_TO_SAMPLE, type EngineSettings, type EngineToGateway, type GatewayToEngine, type GenerateRequest } from "./protocol.js";
+import { NOTHING_LEFT_TO_SAMPLE, type BaseModelRef, type EngineSettings, type EngineToGateway, type GatewayToEngine, type GenerateRequest } from "./protocol.js";
 
-type EngineEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" }>;
+type EngineEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" } | { type: "described" }>;
 
 interface Inflight {
   push(event: EngineEvent): void;
@@ -21,6 +21,8 @@ export class EngineClient {
   private child: ChildProcess | undefined;
   private ready: Promise<void> | undefined;
   private readonly inflight = new Map<string, Inflight>();
+  /** Pending describes: each resolves with the model's length, or null when there is no answer. */
+  private readonly describing = new Map<string, (maxModelLen: number | null) => void>();
   private stopping = false;
 
   constructor(
@@ -62,6 +64,27 @@ export class EngineClient {
     }
   }
 
+  /**
+   * The longest prompt plus completion a request on this base model may have (its context per
+   * sequence, as generation enforces it); null when the model's file is not here yet (an hf: model
+   * not downloaded: describing never downloads) or cannot be read. Never rejects: model listings
+   * must not fail because one model cannot be described.
+   */
+  async describeModel(base: BaseModelRef): Promise<{ maxModelLen: number | null }> {
+    const id = randomUUID();
+    try {
+      await this.start();
+      const answer = new Promise<number | null>((resolve) => this.describing.set(id, resolve));
+      if (!this.send({ type: "describe", id, base })) return { maxModelLen: null };
+      return { maxModelLen: await answer };
+    } catch (error) {
+      this.log.warn("could not describe base model", { model: base.name, error: error instanceof Error ? error.message : String(error) });
+      return { maxModelLen: null };
+    } finally {
+      this.describing.delete(id);
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     const child = this.child;
@@ -87,6 +110,10 @@ export class EngineClient {
       child.once("error", reject);
       child.on("message", (message: EngineToGateway) => {
         if (message.type === "ready") return resolve();
+        if (message.type === "described") {
+          if (message.error !== null) this.log.warn("could not describe base model", { error: message.error });
+          return this.describing.get(message.id)?.(message.maxModelLen);
+        }
         const request = this.inflight.get(message.id);
         if (!request) return;
         if (message.type === "failed") request.fail(engineError(message.kind, message.message));
@@ -96,6 +123,7 @@ export class EngineClient {
         this.child = undefined;
         this.ready = undefined;
         reject(unavailable("the inference engine did not start"));
+        for (const answer of this.describing.values()) answer(null);
         if (this.stopping) return;
         this.log.error("inference engine exited", { code, signal, inflight: this.inflight.size });
         // llama.cpp aborts when a grammar and banned tokens leave nothing to sample. The engine
@@ -114,8 +142,11 @@ export class EngineClient {
     return this.ready;
   }
 
-  private send(message: GatewayToEngine): void {
-    if (this.child?.connected) this.child.send(message);
+  /** False when the engine is gone (the message is dropped). */
+  private send(message: GatewayToEngine): boolean {
+    if (!this.child?.connected) return false;
+    this.child.send(message);
+    return true;
   }
 }
 

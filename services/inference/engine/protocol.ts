@@ -7,6 +7,7 @@ import type { LogLevel } from "../../core/logger.js";
 export interface EngineSettings {
   threads: number;
   sequences: number;
+  /** Cap on each model's context per sequence (ENGINE_CONTEXT_SIZE); 0: the model's trained length. */
   contextSize: number;
   maxQueue: number;
   maxContexts: number;
@@ -39,6 +40,8 @@ export interface GenerateRequest {
   base: BaseModelRef;
   adapterPath: string | null;
   priority: number;
+  /** A legacy completion's prompt, used as it is (no chat template); null for chat. */
+  rawPrompt: { text: string } | { tokenIds: number[] } | null;
   // Prompt construction (the engine owns the tokenizer and the model's chat template).
   messages: JsonObject[];
   tools: JsonObject[] | null;
@@ -89,13 +92,27 @@ export type PromptLogprobOut = Record<string, { logprob: number; rank: number; d
 
 export type EngineToGateway =
   | { type: "ready" }
-  | { type: "started"; id: string; promptTokenIds: number[]; promptLogprobs: PromptLogprobOut[] | null; echoText: string | null }
+  | {
+      type: "started";
+      id: string;
+      promptTokenIds: number[];
+      promptLogprobs: PromptLogprobOut[] | null;
+      echoText: string | null;
+      /** Each prompt token's text, for a legacy completion's echoed log-probabilities; else null. */
+      promptTokenTexts: string[] | null;
+    }
   | { type: "delta"; id: string; choice: number; text: string; tokenIds: number[]; logprobs: TokenLogprobOut[] }
   | { type: "finished"; id: string; choice: number; finishReason: "stop" | "length"; stopReason: number | string | null }
   | { type: "done"; id: string; usage: { promptTokens: number; completionTokens: number; cachedTokens: number } }
-  | { type: "failed"; id: string; kind: "bad_request" | "overloaded" | "not_found" | "unavailable" | "internal"; message: string };
+  | { type: "failed"; id: string; kind: "bad_request" | "overloaded" | "not_found" | "unavailable" | "internal"; message: string }
+  /** The answer to `describe`: null when the model's file is not here (yet) or cannot be read (`error` says why). */
+  | { type: "described"; id: string; maxModelLen: number | null; error: string | null };
 
-export type GatewayToEngine = { type: "generate"; request: GenerateRequest } | { type: "cancel"; id: string };
+export type GatewayToEngine =
+  | { type: "generate"; request: GenerateRequest }
+  | { type: "cancel"; id: string }
+  /** What generation on a base model allows (its context per sequence), without loading its weights. */
+  | { type: "describe"; id: string; base: BaseModelRef };
 
 /** Why a request under a grammar is refused when its token bans leave nothing to sample. */
 export const NOTHING_LEFT_TO_SAMPLE = "the structured output and logit_bias / bad_words / allowed_token_ids leave no token the model may produce";

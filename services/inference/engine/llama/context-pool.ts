@@ -2,10 +2,11 @@
 // `maxContexts` live at once and their estimated memory (KV caches, compute buffers, the adapter)
 // stays within `contextMemoryBytes`: the least recently used idle context is freed to make room. A
 // free sequence keeps its tokens so the next request sharing a prefix (same cache_salt) skips
-// evaluating it again.
+// evaluating it again. Each context has the base model's own size per sequence (context-size.ts).
 import { stat } from "node:fs/promises";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import type { Logger } from "../../../core/logger.js";
+import { estimateContextBytes, type ContextSizes } from "./context-size.js";
 import { EngineRequestError } from "./errors.js";
 
 export interface PooledSequence {
@@ -31,8 +32,9 @@ export class ContextPools {
   private reserved = 0;
 
   constructor(
-    private readonly settings: { threads: number; sequences: number; contextSize: number; maxContexts: number; contextMemoryBytes: number },
+    private readonly settings: { threads: number; sequences: number; maxContexts: number; contextMemoryBytes: number },
     private readonly log: Logger,
+    private readonly sizes: ContextSizes,
   ) {}
 
   /**
@@ -44,7 +46,8 @@ export class ContextPools {
     let pool = this.pools.get(key);
     if (!pool) {
       if (!this.creating.has(key)) {
-        const bytes = await this.estimate(model, adapterPath);
+        const contextSize = await this.sizes.of(modelKey, model.fileInsights);
+        const bytes = await this.estimate(model, adapterPath, contextSize);
         if (bytes > this.settings.contextMemoryBytes) {
           throw new EngineRequestError(
             "unavailable",
@@ -52,7 +55,7 @@ export class ContextPools {
           );
         }
         if (!(await this.makeRoom(bytes))) return null;
-        await this.create(key, model, adapterPath, bytes);
+        await this.create(key, model, adapterPath, bytes, contextSize);
       } else await this.creating.get(key);
       pool = this.pools.get(key);
       if (!pool) return null;
@@ -88,18 +91,19 @@ export class ContextPools {
   }
 
   /** `bytes` were reserved by makeRoom; they move to the pool, or are given back on failure. */
-  private async create(key: string, model: LlamaModel, adapterPath: string | null, bytes: number): Promise<void> {
+  private async create(key: string, model: LlamaModel, adapterPath: string | null, bytes: number, contextSize: number): Promise<void> {
     const creation = (async () => {
+      // node-llama-cpp's contextSize is per sequence: llama.cpp gets contextSize x sequences cells.
       const context = await model.createContext({
         sequences: this.settings.sequences,
-        contextSize: this.settings.contextSize,
+        contextSize,
         threads: this.settings.threads,
         ...(adapterPath ? { lora: { adapters: [{ filePath: adapterPath, scale: 1 }] } } : {}),
       });
       const free: PooledSequence[] = [];
       while (context.sequencesLeft > 0) free.push({ sequence: context.getSequence(), salt: null });
       this.pools.set(key, { key, context, free, busy: 0, lastUsed: Date.now(), bytes });
-      this.log.info("context created", { context: describe(key), estimated_mb: round(bytes / MB), contexts: this.pools.size, used_mb: round(this.usedBytes() / MB) });
+      this.log.info("context created", { context: describe(key), context_size: contextSize, estimated_mb: round(bytes / MB), contexts: this.pools.size, used_mb: round(this.usedBytes() / MB) });
     })();
     this.creating.set(key, creation);
     try {
@@ -138,10 +142,10 @@ export class ContextPools {
   }
 
   /** llama.cpp's own estimate of the context (node-llama-cpp's insights) plus the adapter's size. */
-  private async estimate(model: LlamaModel, adapterPath: string | null): Promise<number> {
-    const context = await model.fileInsights.estimateContextResourceRequirementsV2({ contextSize: this.settings.contextSize, sequences: this.settings.sequences, modelGpuLayers: 0 });
+  private async estimate(model: LlamaModel, adapterPath: string | null, contextSize: number): Promise<number> {
+    const context = await estimateContextBytes(model.fileInsights, contextSize, this.settings.sequences);
     const adapter = adapterPath ? (await stat(adapterPath)).size : 0;
-    return context.cpuRam + context.gpuVram + adapter;
+    return context + adapter;
   }
 
   /** Contexts of a model, to free them before the model itself is unloaded. */

@@ -4,8 +4,10 @@
 // llama.cpp batches them with everything else in flight.
 import { getLlama, LlamaLogLevel, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { Logger } from "../../../core/logger.js";
-import type { EngineSettings, EngineToGateway, GenerateRequest } from "../protocol.js";
+import type { BaseModelRef, EngineSettings, EngineToGateway, GenerateRequest } from "../protocol.js";
 import { ContextPools, type PooledSequence } from "./context-pool.js";
+import { ContextSizes } from "./context-size.js";
+import { describeBaseModel } from "./describe.js";
 import { EngineRequestError } from "./errors.js";
 import { generateChoice, promptLogprobs } from "./generate.js";
 import { modelPath } from "./model-source.js";
@@ -24,6 +26,7 @@ export class LlamaEngine {
   private llama: Promise<Llama> | undefined;
   private readonly models = new Map<string, Promise<LlamaModel>>();
   private readonly pools: ContextPools;
+  private readonly sizes: ContextSizes;
   private readonly queues = new Map<string, Waiter[]>();
   private arrivals = 0;
 
@@ -31,7 +34,8 @@ export class LlamaEngine {
     private readonly settings: EngineSettings,
     log: Logger,
   ) {
-    this.pools = new ContextPools(settings, log);
+    this.sizes = new ContextSizes(settings);
+    this.pools = new ContextPools(settings, log, this.sizes);
   }
 
   async generate(request: GenerateRequest, signal: AbortSignal, emit: Emit): Promise<void> {
@@ -42,18 +46,22 @@ export class LlamaEngine {
       throw new EngineRequestError("bad_request", `priority=${request.priority}: model ${request.base.name} is not served with priority scheduling, so priority must be 0`);
     }
     const model = await this.model(request.base.name, request.base.source);
-    const prompt = buildPrompt(model, request, this.settings.contextSize);
+    const contextSize = await this.sizes.of(request.base.name, model.fileInsights);
+    const prompt = buildPrompt(model, request, contextSize);
     const grammar = request.grammar === null ? null : await this.grammar(request.grammar);
     const lease = await this.admit(request, model, prompt.tokens, signal);
     try {
       const logprobsOfPrompt = request.promptLogprobs !== null ? await promptLogprobs(model, lease.sequences[0]!.sequence, prompt.tokens, request.promptLogprobs) : null;
       const cached = request.promptLogprobs !== null ? prompt.tokens.length - 1 : Math.min(...lease.cached);
-      emit({ type: "started", id: request.id, promptTokenIds: prompt.tokens, promptLogprobs: logprobsOfPrompt, echoText: prompt.echoText });
-      const maxTokens = Math.min(request.maxTokens ?? Number.MAX_SAFE_INTEGER, this.settings.contextSize - prompt.tokens.length);
+      const promptTokenTexts = request.rawPrompt && request.echo ? prompt.tokens.map((token) => model.detokenize([token], true)) : null;
+      emit({ type: "started", id: request.id, promptTokenIds: prompt.tokens, promptLogprobs: logprobsOfPrompt, echoText: prompt.echoText, promptTokenTexts });
+      const maxTokens = Math.min(request.maxTokens ?? Number.MAX_SAFE_INTEGER, contextSize - prompt.tokens.length);
       let completionTokens = 0;
       const sampling = new SamplingPlan(model, request);
       await Promise.all(
         lease.sequences.map((pooled, choice) =>
+          // max_tokens 0 (a legacy completion scoring its echoed prompt): nothing to generate.
+          request.maxTokens === 0 ? emit({ type: "finished", id: request.id, choice, finishReason: "length", stopReason: null }) :
           generateChoice({
             model,
             sequence: pooled.sequence,
@@ -151,7 +159,7 @@ export class LlamaEngine {
   private async grammar(text: string): Promise<LlamaGrammar> {
     let grammar = this.grammars.get(text);
     if (!grammar) {
-      const llama = await (this.llama ??= getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error }));
+      const llama = await this.loadLlama();
       grammar = llama.createGrammar({ grammar: text });
       this.grammars.set(text, grammar);
       if (this.grammars.size > 32) this.grammars.delete(this.grammars.keys().next().value as string);
@@ -164,11 +172,20 @@ export class LlamaEngine {
     }
   }
 
+  /** A base model's context per sequence (what generation allows), or null when its file is not here. */
+  describe(base: BaseModelRef): Promise<number | null> {
+    return describeBaseModel(base, { sizes: this.sizes, dataDir: this.settings.dataDir, llama: () => this.loadLlama() });
+  }
+
+  private loadLlama(): Promise<Llama> {
+    return (this.llama ??= getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error }));
+  }
+
   private async model(name: string, source: string): Promise<LlamaModel> {
     let model = this.models.get(name);
     if (!model) {
       model = (async () => {
-        const llama = await (this.llama ??= getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error }));
+        const llama = await this.loadLlama();
         return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir, this.settings.hubTimeoutMs) });
       })();
       this.models.set(name, model);

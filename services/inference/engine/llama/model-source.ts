@@ -29,3 +29,18 @@ export async function modelPath(source: string, dataDir: string, hubTimeoutMs: n
   }
   return source;
 }
+
+/**
+ * The model's file if it is already here, else null; never downloads (describing a model must not
+ * start a multi-GB download). A built-in model is written locally, which is cheap.
+ */
+export async function localModelPath(source: string, dataDir: string): Promise<string | null> {
+  if (source.startsWith("builtin:")) return ensureBuiltInModel(source.slice("builtin:".length) as "tiny-chat", dataDir);
+  try {
+    if (source.startsWith("hf:")) return await resolveModelFile(source, { directory: join(dataDir, "models"), cli: false, download: false });
+    await access(source);
+    return source;
+  } catch {
+    return null;
+  }
+}

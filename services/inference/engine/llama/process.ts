@@ -21,6 +21,14 @@ process.on("message", (message: GatewayToEngine) => {
     running.get(message.id)?.abort();
     return;
   }
+  if (message.type === "describe") {
+    const { id, base } = message;
+    engine.describe(base).then(
+      (maxModelLen) => send({ type: "described", id, maxModelLen, error: null }),
+      (error: unknown) => send({ type: "described", id, maxModelLen: null, error: `${base.name}: ${error instanceof Error ? error.message : String(error)}` }),
+    );
+    return;
+  }
   const { request } = message;
   const abort = new AbortController();
   running.set(request.id, abort);
