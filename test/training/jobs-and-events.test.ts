@@ -212,6 +212,26 @@ describe("event log", () => {
     expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
   });
 
+  it("watch of a quiet job answers its headers without waiting for an event", async () => {
+    const id = await createJob();
+    const started = await append(id, "training_started", { num_sequences: 1 });
+    const abort = new AbortController();
+    // Nothing after `started` yet: the stream is open, its first event still to come.
+    const response = await fetch(`${inject("baseUrl")}/v1/preview/training-jobs/${id}/events/watch?after=${started.id}`, { headers: { authorization: `Bearer ${key}` }, signal: abort.signal });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const reader = response.body?.getReader();
+    await append(id, "training_ended");
+    let text = "";
+    while (!text.includes("[DONE]")) {
+      const chunk = await reader?.read();
+      if (!chunk || chunk.done) break;
+      text += new TextDecoder().decode(chunk.value);
+    }
+    expect(text).toMatch(/^: waiting for the first message\n\ndata: \{.*"training_ended"/s);
+    abort.abort();
+  });
+
   it("watch over Connect and gRPC-Web streams the same events", async () => {
     const id = await createJob();
     await append(id, "training_started", { num_sequences: 2 });

@@ -223,14 +223,38 @@ async function respondUnary(res: Response, endpoint: Endpoint, route: RestRoute,
   return 200;
 }
 
-/** Server-sent events: `data: {json}` per message, then `data: [DONE]`. Errors before the first message are plain JSON errors. */
+/** How long a stream's first message may take before the headers go out without it. */
+const FIRST_MESSAGE_WAIT_MS = 5_000;
+
+/**
+ * Server-sent events: `data: {json}` per message, then `data: [DONE]`. Errors before the first
+ * message are plain JSON errors; a first message that takes longer than FIRST_MESSAGE_WAIT_MS
+ * (a watch of a job that is quiet) does not hold the headers back, so the client knows the
+ * stream is open, and later errors arrive as a `data:` message.
+ */
 async function streamEvents(res: Response, endpoint: Endpoint, request: Message, context: HandlerContext, openai: boolean): Promise<number> {
   const stream = endpoint.stream;
   if (!stream) throw new Error("not a streaming endpoint");
   const output = endpoint.method.output;
   const iterator = stream(request, context)[Symbol.asyncIterator]();
-  let next = await iterator.next();
-  res.writeHead(200, { ...headersToRecord(context.responseHeader), "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" });
+  const first = iterator.next();
+  let timer: NodeJS.Timeout | undefined;
+  const slow = await Promise.race([first.then(() => false), new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), FIRST_MESSAGE_WAIT_MS)))]).finally(() => clearTimeout(timer));
+  const open = () => res.writeHead(200, { ...headersToRecord(context.responseHeader), "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" });
+  if (slow) {
+    open();
+    // A comment line (SSE clients skip it) puts the headers on the wire.
+    res.write(": waiting for the first message\n\n");
+  }
+  let next: Awaited<typeof first>;
+  try {
+    next = await first;
+  } catch (error) {
+    if (!slow) throw error;
+    res.end(`data: ${JSON.stringify(restError(toConnectError(error), { openai }).body)}\n\n`);
+    return 200;
+  }
+  if (!slow) open();
   try {
     while (!next.done) {
       await written(res, `data: ${JSON.stringify(encodeMessage(output, create(output, next.value)))}\n\n`);
