@@ -36,6 +36,12 @@ export interface ErrorBody<Desc extends DescMessage = DescMessage> {
   message: MessageShape<Desc>;
 }
 
+/** pydantic's wording for a list of allowed values: "'a' or 'b'", "'a', 'b' or 'c'". */
+export function expectedLiterals(values: readonly string[]): string {
+  const quoted = values.map((v) => `'${v}'`);
+  return quoted.length <= 1 ? (quoted[0] ?? "") : `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}`;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly kind: ErrorKind,

@@ -119,11 +119,7 @@ export async function buildLegacyCompletion(events: AsyncIterable<PromptEvent>, 
     } else if (event.type === "finished") {
       const choice = choices[base + event.choice];
       if (choice) [choice.finish, choice.stop] = [event.finishReason, event.stopReason];
-    } else if (event.type === "done") {
-      usage.promptTokens += event.usage.promptTokens;
-      usage.completionTokens += event.usage.completionTokens;
-      usage.cachedTokens += event.usage.cachedTokens;
-    }
+    } else if (event.type === "done") addUsage(usage, event.usage);
   }
   return {
     id: legacyCompletionId(options.id),
@@ -170,13 +166,18 @@ export async function* streamLegacyChunks(events: AsyncIterable<PromptEvent>, pr
       yield chunk({ index: base + event.choice, text: event.text, logprobs: options.logprobs !== null ? into.slice(from) : undefined, tokenIds: options.returnTokenIds ? event.tokenIds : [] });
     } else if (event.type === "finished") {
       yield chunk({ index: base + event.choice, text: "", finishReason: event.finishReason, stopReason: stopReasonValue(event.stopReason) });
-    } else if (event.type === "done") {
-      usage.promptTokens += event.usage.promptTokens;
-      usage.completionTokens += event.usage.completionTokens;
-      usage.cachedTokens += event.usage.cachedTokens;
-    }
+    } else if (event.type === "done") addUsage(usage, event.usage);
   }
   if (options.includeUsage) yield { id, object: "text_completion", created, model: options.model, choices: [], usage: usageMessage(usage) };
+}
+
+type UsageCounts = Extract<PromptEvent, { type: "done" }>["usage"];
+
+/** Every prompt's tokens count once; its n choices share them. */
+function addUsage(total: UsageCounts, prompt: UsageCounts): void {
+  total.promptTokens += prompt.promptTokens;
+  total.completionTokens += prompt.completionTokens;
+  total.cachedTokens += prompt.cachedTokens;
 }
 
 function promptExtras(started: Extract<PromptEvent, { type: "started" }> | undefined, options: LegacyOptions): { promptLogprobs?: ListValue; promptTokenIds?: number[] } {

@@ -3,7 +3,7 @@
 // and the role is one of OpenAI's. A violation is a 400 naming the field, like any other
 // validation error, whichever protocol the request came by.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { validationError, type Violation } from "../core/errors.js";
+import { expectedLiterals, validationError, type Violation } from "../core/errors.js";
 
 type Loc = Violation["loc"];
 
@@ -31,8 +31,7 @@ export function checkMessages(messages: JsonValue | undefined, at: Loc = ["body"
 function checkMessage(message: JsonObject, loc: Loc, violations: Violation[]): void {
   const role = message.role;
   if (typeof role === "string" && !(KNOWN_ROLES as readonly string[]).includes(role)) {
-    // pydantic's wording: "'a', 'b' or 'c'".
-    const expected = `${KNOWN_ROLES.slice(0, -1).map((r) => `'${r}'`).join(", ")} or '${KNOWN_ROLES[KNOWN_ROLES.length - 1]}'`;
+    const expected = expectedLiterals(KNOWN_ROLES);
     violations.push({ type: "literal_error", loc: [...loc, "role"], msg: `Input should be ${expected}`, input: role, ctx: { expected } });
     return;
   }

@@ -3,8 +3,8 @@
 // checkpoint is served by the very next one). Only the caller's entity's models resolve.
 import { notFound } from "../core/errors.js";
 import type { BaseModelCatalog, BaseModelEntry } from "../models/catalog.js";
-import type { Checkpoints } from "../models/checkpoints.js";
-import type { ModelRegistry } from "../models/registry.js";
+import type { CheckpointRecord, Checkpoints } from "../models/checkpoints.js";
+import type { ModelRecord, ModelRegistry } from "../models/registry.js";
 import type { AdapterFiles } from "../models/adapter-files.js";
 import { parseModelName } from "./model-names.js";
 
@@ -14,31 +14,47 @@ export interface ServeTarget {
   step: number | null;
 }
 
+/** What a name points at, before any adapter file is fetched. */
+export type NamedModel =
+  | { kind: "base"; base: BaseModelEntry }
+  | { kind: "registered"; base: BaseModelEntry; model: ModelRecord; step: "latest" }
+  | { kind: "registered"; base: BaseModelEntry; model: ModelRecord; step: number; checkpoint: CheckpointRecord | null };
+
 export class ModelResolver {
   constructor(
     private readonly deps: { catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints; adapters: AdapterFiles },
   ) {}
 
-  async resolve(entity: string, requested: string): Promise<ServeTarget> {
-    const { catalog, registry, checkpoints, adapters } = this.deps;
+  /**
+   * The base model or the caller's registered model a name points at (404 otherwise, in the same
+   * words for absent and another entity's); a named step's checkpoint is looked up, 404 if absent
+   * (step 0 may have none: it is the base model).
+   */
+  async find(entity: string, requested: string): Promise<NamedModel> {
+    const { catalog, registry, checkpoints } = this.deps;
     const name = parseModelName(requested, (n) => catalog.has(n));
     const missing = () => notFound(`The model \`${requested}\` does not exist.`);
     if (name.kind === "base") {
       const base = catalog.get(name.name);
       if (!base) throw missing();
-      return { base, adapterPath: null, step: null };
+      return { kind: "base", base };
     }
     if (name.entity !== null && name.entity !== entity) throw missing();
     const model = await registry.findByName(entity, name.project, name.name);
     if (!model) throw missing();
     const base = catalog.get(model.base_model);
     if (!base) throw notFound(`The base model \`${model.base_model}\` of \`${requested}\` is no longer offered by this deployment.`);
-    const checkpoint = name.step === "latest" ? await checkpoints.latest(model._id) : await checkpoints.atStep(model._id, name.step);
-    if (!checkpoint) {
-      if (name.step === "latest" || name.step === 0) return { base, adapterPath: null, step: 0 };
-      throw notFound(`The model \`${requested}\` has no checkpoint at step ${name.step}.`);
-    }
-    const adapterPath = await adapters.ggufPath(checkpoint);
-    return { base, adapterPath, step: checkpoint.step };
+    if (name.step === "latest") return { kind: "registered", base, model, step: "latest" };
+    const checkpoint = await checkpoints.atStep(model._id, name.step);
+    if (!checkpoint && name.step !== 0) throw notFound(`The model \`${requested}\` has no checkpoint at step ${name.step}.`);
+    return { kind: "registered", base, model, step: name.step, checkpoint };
+  }
+
+  async resolve(entity: string, requested: string): Promise<ServeTarget> {
+    const found = await this.find(entity, requested);
+    if (found.kind === "base") return { base: found.base, adapterPath: null, step: null };
+    const checkpoint = found.step === "latest" ? await this.deps.checkpoints.latest(found.model._id) : found.checkpoint;
+    if (!checkpoint) return { base: found.base, adapterPath: null, step: 0 };
+    return { base: found.base, adapterPath: await this.deps.adapters.ggufPath(checkpoint), step: checkpoint.step };
   }
 }

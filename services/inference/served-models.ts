@@ -4,12 +4,11 @@
 // caller's entity's models are listed or found, as completions resolve them.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServedModelSchema } from "../../gen/srl/v1/served_models_pb.js";
-import { notFound } from "../core/errors.js";
 import type { BaseModelCatalog, BaseModelEntry } from "../models/catalog.js";
 import type { CheckpointRecord, Checkpoints } from "../models/checkpoints.js";
 import type { ModelRecord, ModelRegistry } from "../models/registry.js";
 import type { EngineClient } from "./engine/client.js";
-import { parseModelName } from "./model-names.js";
+import type { ModelResolver } from "./resolve-model.js";
 
 type ServedModel = MessageInitShape<typeof ServedModelSchema>;
 
@@ -22,7 +21,7 @@ export class ServedModels {
   /** Base models have no creation time of their own: they are listed as of this process's start. */
   private readonly startedAt = BigInt(Math.floor(Date.now() / 1000));
 
-  constructor(private readonly deps: { catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints; engine: EngineClient }) {}
+  constructor(private readonly deps: { catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints; engine: EngineClient; resolver: ModelResolver }) {}
 
   async list(entity: string, includeSteps: boolean): Promise<ServedModel[]> {
     const { catalog, registry, checkpoints } = this.deps;
@@ -55,22 +54,12 @@ export class ServedModels {
 
   /** One model by any name completions accept; 404 in the same words as a completion would give. */
   async get(entity: string, requested: string): Promise<ServedModel> {
-    const { catalog, registry, checkpoints } = this.deps;
-    const name = parseModelName(requested, (n) => catalog.has(n));
-    const missing = () => notFound(`The model \`${requested}\` does not exist.`);
-    if (name.kind === "base") {
-      const base = catalog.get(name.name);
-      if (!base) throw missing();
-      return this.baseEntry(base, await this.maxModelLen(base));
-    }
-    if (name.entity !== null && name.entity !== entity) throw missing();
-    const model = await registry.findByName(entity, name.project, name.name);
-    if (!model) throw missing();
-    const len = await this.maxModelLen(catalog.get(model.base_model));
-    if (name.step === "latest") return this.modelEntry(model, len);
-    const checkpoint = await checkpoints.atStep(model._id, name.step);
-    if (!checkpoint) throw notFound(`The model \`${requested}\` has no checkpoint at step ${name.step}.`);
-    return this.stepEntry(model, checkpoint, len);
+    const found = await this.deps.resolver.find(entity, requested);
+    const len = await this.maxModelLen(found.base);
+    if (found.kind === "base") return this.baseEntry(found.base, len);
+    // Step 0 without a checkpoint of its own (the base model) is listed as the model itself.
+    if (found.step === "latest" || !found.checkpoint) return this.modelEntry(found.model, len);
+    return this.stepEntry(found.model, found.checkpoint, len);
   }
 
   private async maxModelLen(base: BaseModelEntry | undefined): Promise<number | null> {

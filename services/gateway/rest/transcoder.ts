@@ -46,9 +46,6 @@ export function createTranscoder(options: TranscoderOptions) {
     let openai = false;
     let status = 500;
     try {
-      // Known before the path's parameters are decoded, so that a malformed one on an OpenAI route
-      // is answered in OpenAI's shape too.
-      openai = routes.some((r) => r.verb === verb && r.matcher.test(target.pathname) && (restRule(r.method)?.openaiErrors ?? false));
       const candidates = matchRoutes(routes, verb, target.pathname);
       const first = candidates[0];
       if (!first) {
@@ -90,6 +87,9 @@ export function createTranscoder(options: TranscoderOptions) {
       else if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, openai);
       else status = await respondUnary(res, endpoint, chosen.route, request, context);
     } catch (error) {
+      // Failed before a route was chosen (a malformed path parameter): an OpenAI route's path
+      // still gets OpenAI's shape.
+      if (!route) openai = routes.some((r) => r.verb === verb && r.matcher.test(target.pathname) && (restRule(r.method)?.openaiErrors ?? false));
       status = writeError(res, error, { output: route?.method.output, openai, log: options.log, path: target.pathname });
     } finally {
       options.log.info("request", {

@@ -1,19 +1,13 @@
 // Leaf checks shared by the REST decoder and the message validator, with pydantic's error types and
 // messages so clients see the same detail whichever protocol they use.
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { Violation } from "../../core/errors.js";
+import { expectedLiterals, type Violation } from "../../core/errors.js";
 import type { FieldRule } from "./rules.js";
 
 export type Loc = (string | number)[];
 
 export function missing(loc: Loc, input: JsonValue | undefined): Violation {
   return { type: "missing", loc, msg: "Field required", input: input ?? null };
-}
-
-/** pydantic's wording for a list of allowed values: "'a' or 'b'", "'a', 'b' or 'c'". */
-export function expectedLiterals(values: string[]): string {
-  const quoted = values.map((v) => `'${v}'`);
-  return quoted.length <= 1 ? (quoted[0] ?? "") : `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}`;
 }
 
 export function checkLiteral(rule: FieldRule, value: string, loc: Loc): Violation | undefined {
