@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import gguf
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from .architectures import SUPPORTED, Architecture
 from .errors import UnsupportedModelError
+from .gguf_meta import GgufMeta, read_meta
 
 # Tensor types that are not quantized: the trainer computes on them exactly as stored.
 _FLOAT_TYPES = {"F32", "F16", "BF16", "F64"}
@@ -81,17 +81,16 @@ def resolve_gguf(ref: ModelRef) -> str:
 
 
 def inspect_gguf(path: str) -> GgufFacts:
-    reader = gguf.GGUFReader(path)
+    return gguf_facts(path, read_meta(path))
 
+
+def gguf_facts(path: str, meta: GgufMeta) -> GgufFacts:
     def field(key: str, default: Any = None) -> Any:
-        f = reader.fields.get(key)
-        if f is None:
-            return default
-        return f.contents()
+        return meta.fields.get(key, default)
 
     arch = str(field("general.architecture", ""))
-    types = sorted({t.tensor_type.name for t in reader.tensors})
-    matrix_types = {t.tensor_type.name for t in reader.tensors if len(t.shape) >= 2}
+    types = sorted({t.type_name for t in meta.tensors.values()})
+    matrix_types = {t.type_name for t in meta.tensors.values() if len(t.shape) >= 2}
     return GgufFacts(
         path=path,
         architecture=arch,

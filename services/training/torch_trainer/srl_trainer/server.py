@@ -1,5 +1,6 @@
 """The gRPC service (proto/srl/trainer/v1/trainer.proto): framing of the input stream, one job at
-a time, progress and adapter files streamed back, errors mapped to statuses."""
+a time (adapter conversion beside it), progress and adapter files streamed back, errors mapped to
+statuses."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .architectures import SUPPORTED
 from .base_models import ModelCache, ModelRef, inspect_gguf, resolve_gguf, why_not_trainable
 from .errors import CancelledError, InputError, UnsupportedModelError
 from .job import Trainer, attach_lora
-from .job_input import ROLE_OUTPUT, ROLE_PREVIOUS, ROLE_REFERENCE, AdapterInput, JobInput, row_from_message
+from .job_input import ROLE_INITIAL, ROLE_OUTPUT, ROLE_PREVIOUS, ROLE_REFERENCE, AdapterInput, JobInput, row_from_message
 from .resources import from_hints
 from .versions import versions
 
@@ -31,8 +32,8 @@ def model_ref(message: Any) -> ModelRef:
     return ModelRef(name=message.name, gguf_path=message.gguf_path, gguf_size=message.gguf_size, source=message.source, train_weights=message.train_weights)
 
 
-def read_input(requests: Iterator[Any]) -> JobInput:
-    """spec, file chunks, row batches, end: in that order."""
+def read_input(requests: Iterator[Any], roles: tuple[int, ...] = (ROLE_PREVIOUS, ROLE_REFERENCE)) -> JobInput:
+    """spec, file chunks (of adapters in `roles`), row batches, end: in that order."""
     job: JobInput | None = None
     ended = False
     for request in requests:
@@ -48,8 +49,8 @@ def read_input(requests: Iterator[Any]) -> JobInput:
             raise InputError("the first message must be `spec`")
         if kind == "file":
             chunk = request.file
-            if chunk.role not in (ROLE_PREVIOUS, ROLE_REFERENCE):
-                raise InputError("input files must be PREVIOUS or REFERENCE adapters")
+            if chunk.role not in roles:
+                raise InputError(f"input files must be {' or '.join(pb.AdapterRole.Name(r).removeprefix('ADAPTER_ROLE_') for r in roles)} adapters")
             adapter = job.adapters.setdefault(chunk.role, AdapterInput(format=chunk.format))
             if adapter.format != chunk.format:
                 raise InputError("an input adapter's files must share one format")
@@ -66,6 +67,19 @@ def read_input(requests: Iterator[Any]) -> JobInput:
     if len(job.rows) != job.spec.num_rows:
         raise InputError(f"the spec announced {job.spec.num_rows} rows, {len(job.rows)} arrived")
     return job
+
+
+def adapter_responses(adapter: lora_io.Adapter, base: lora_io.GgufBase, spec: Any) -> Iterator[Any]:
+    """The adapter as `file` responses in the spec's output formats (empty: both)."""
+    formats = list(spec.output_formats) or ["gguf", "peft"]
+    if "gguf" in formats:
+        data = lora_io.to_gguf_file(adapter, base, name=f"{spec.base_model.name}-lora")
+        for chunk in file_chunks({lora_io.GGUF_FILE: data}, "gguf"):
+            yield pb.TrainResponse(file=chunk)
+    if "peft" in formats:
+        files = lora_io.to_peft_files(adapter, spec.base_model.train_weights.removeprefix("hf:") or spec.base_model.name)
+        for chunk in file_chunks(files, "peft"):
+            yield pb.TrainResponse(file=chunk)
 
 
 def file_chunks(files: dict[str, bytes], fmt: str) -> Iterator[Any]:
@@ -131,16 +145,28 @@ class TrainerService(pb_grpc.TrainerServicer):
                 yield pb.TrainResponse(step=pb.StepMetrics(step=step, metrics=metrics))
         finally:
             lora_io.detach(model)
-        formats = list(spec.output_formats) or ["gguf", "peft"]
-        if "gguf" in formats:
-            data = lora_io.to_gguf_file(result.adapter, loaded, name=f"{spec.base_model.name}-lora")
-            for chunk in file_chunks({lora_io.GGUF_FILE: data}, "gguf"):
-                yield pb.TrainResponse(file=chunk)
-        if "peft" in formats:
-            files = lora_io.to_peft_files(result.adapter, spec.base_model.train_weights.removeprefix("hf:") or spec.base_model.name)
-            for chunk in file_chunks(files, "peft"):
-                yield pb.TrainResponse(file=chunk)
+        yield from adapter_responses(result.adapter, loaded, spec)
         yield pb.TrainResponse(finished=pb.Finished(trained=result.trained))
+
+    def ConvertAdapter(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        # No exclusive lock: it reads the base model's header only, so it answers beside a job.
+        try:
+            job = read_input(requests, roles=(ROLE_INITIAL,))
+            yield from self._convert(job)
+        except Exception as error:
+            self._abort(context, error, job_id="convert")
+
+    def _convert(self, job: JobInput) -> Iterator[Any]:
+        given = job.adapters.get(ROLE_INITIAL)
+        if given is None or given.format != "peft":
+            raise InputError("send the adapter as `file` chunks of role INITIAL in format peft")
+        adapter = lora_io.from_peft_files(given.files)
+        ref = model_ref(job.spec.base_model)
+        base = lora_io.read_base(resolve_gguf(ref))
+        lora_io.check_fits(adapter, base)
+        log.info("converted a PEFT adapter (rank %d, %d modules) for %s", adapter.rank, len(adapter.pairs), ref.name)
+        yield from adapter_responses(adapter, base, job.spec)
+        yield pb.TrainResponse(finished=pb.Finished(trained=False))
 
     def Score(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
         with self._exclusive(context):

@@ -10,12 +10,13 @@ import {
   TrainRequestSchema,
   type BaseModel,
   type DescribeResponse,
+  type FileChunk,
   type InspectBaseModelResponse,
   type TrainRequest,
 } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import { TrainingInputError } from "../api.js";
 import type { AdapterFileSet, TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
-import { jobRequests, scoreRequests } from "./wire.js";
+import { convertRequests, jobRequests, scoreRequests } from "./wire.js";
 
 /** The trainer went away mid-job (crashed, restarted, unreachable): the job may be tried again. */
 export class TrainerLostError extends Error {}
@@ -47,8 +48,7 @@ export class TrainerClient {
 
   /** Runs one job; progress arrives as it happens. */
   async train(job: TrainerJob, progress: TrainerProgress, signal: AbortSignal): Promise<TrainerOutcome> {
-    const output: AdapterFileSet = { gguf: {}, peft: {} };
-    const parts = new Map<string, Buffer[]>();
+    const files = new FileCollector();
     let answered = false;
     try {
       for await (const response of this.client.train(requestStream(jobRequests(job)), { signal })) {
@@ -61,17 +61,11 @@ export class TrainerClient {
           case "step":
             progress.step(message.value.step, message.value.metrics);
             break;
-          case "file": {
-            const key = `${message.value.format}/${message.value.filename}`;
-            parts.set(key, [...(parts.get(key) ?? []), Buffer.from(message.value.data)]);
+          case "file":
+            files.add(message.value);
             break;
-          }
           case "finished":
-            for (const [key, chunks] of parts) {
-              const [format, filename] = key.split("/", 2) as [string, string];
-              if (format === "gguf" || format === "peft") output[format][filename] = Buffer.concat(chunks);
-            }
-            return { trained: message.value.trained, adapter: output };
+            return { trained: message.value.trained, adapter: files.fileSet() };
         }
       }
     } catch (error) {
@@ -92,6 +86,43 @@ export class TrainerClient {
       throw mapError(error, this.url);
     }
     return out;
+  }
+
+  /**
+   * A LoRA adapter in PEFT's format (adapter_config.json, adapter_model.safetensors) converted for
+   * the base model: llama.cpp's GGUF and the PEFT files as the trainer writes them. The trainer
+   * reads only the base model's GGUF header and takes no job lock, so a busy trainer answers too.
+   */
+  async convertAdapter(baseModel: BaseModel, peftFiles: Record<string, Uint8Array>, signal?: AbortSignal): Promise<AdapterFileSet> {
+    const files = new FileCollector();
+    try {
+      for await (const response of this.client.convertAdapter(requestStream(convertRequests(baseModel, peftFiles)), { signal })) {
+        if (response.message.case === "file") files.add(response.message.value);
+        if (response.message.case === "finished") return files.fileSet();
+      }
+    } catch (error) {
+      throw mapError(error, this.url);
+    }
+    throw new TrainerLostError(`the trainer at ${this.url} ended the conversion without a result`);
+  }
+}
+
+/** An adapter's files as they arrive in `file` chunks (each file's chunks in order). */
+class FileCollector {
+  private readonly parts = new Map<string, Buffer[]>();
+
+  add(chunk: FileChunk): void {
+    const key = `${chunk.format}/${chunk.filename}`;
+    this.parts.set(key, [...(this.parts.get(key) ?? []), Buffer.from(chunk.data)]);
+  }
+
+  fileSet(): AdapterFileSet {
+    const output: AdapterFileSet = { gguf: {}, peft: {} };
+    for (const [key, chunks] of this.parts) {
+      const [format, filename] = key.split("/", 2) as [string, string];
+      if (format === "gguf" || format === "peft") output[format][filename] = Buffer.concat(chunks);
+    }
+    return output;
   }
 }
 

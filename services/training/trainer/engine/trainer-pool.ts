@@ -5,7 +5,7 @@ import type { InspectBaseModelResponse } from "../../../../gen/srl/trainer/v1/tr
 import { TrainingInputError } from "../api.js";
 import type { LocalTrainer } from "./local-trainer.js";
 import { TrainerBusyError, TrainerClient, TrainerLostError, TrainerUnreachableError, TrainerUnsupportedError } from "./trainer-client.js";
-import type { BaseModelRef, InputAdapter, TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
+import type { AdapterFileSet, BaseModelRef, InputAdapter, TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
 import { baseModelMessage } from "./wire.js";
 
 const ALL_BUSY_PAUSE_MS = 2_000;
@@ -47,18 +47,32 @@ export class TrainerPool {
     return cached;
   }
 
+  /**
+   * A PEFT LoRA adapter (adapter_config.json, adapter_model.safetensors) converted for the base
+   * model into the files the engine serves (the GGUF) and the trainer's PEFT files. Any trainer
+   * converts: it takes no job lock, so a busy one answers. TrainingInputError for an adapter that
+   * is unreadable or does not fit the base model.
+   */
+  convertAdapter(ref: BaseModelRef, peftFiles: Record<string, Uint8Array>, signal?: AbortSignal): Promise<AdapterFileSet> {
+    return this.askAny((client) => client.convertAdapter(baseModelMessage(ref), peftFiles, signal), signal);
+  }
+
   async stop(): Promise<void> {
     await this.local?.stop();
   }
 
-  /** A question any trainer can answer: the first that answers does (the job rotation is left alone). */
-  private async askAny<T>(ask: (client: TrainerClient) => Promise<T>): Promise<T> {
+  /**
+   * A question any trainer can answer: the first that answers does (the job rotation is left
+   * alone). Bad input is the same answer from every trainer, so it is not asked again.
+   */
+  private async askAny<T>(ask: (client: TrainerClient) => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (this.local) return ask(await this.local.client());
     let last: unknown;
     for (const client of this.remotes) {
       try {
         return await ask(client);
       } catch (error) {
+        if (error instanceof TrainingInputError || signal?.aborted) throw error;
         last = error;
       }
     }

@@ -1,5 +1,5 @@
 // A TrainerJob as the Train call's request stream: the spec, the input adapters in chunks, the
-// rows in batches of bounded size, then `end`. Nothing here is bigger than ~1 MiB, so no message
+// rows in batches of bounded size, then `end` (Score and ConvertAdapter share the framing). Nothing here is bigger than ~1 MiB, so no message
 // limit is reached however large the RL batch.
 import { create } from "@bufbuild/protobuf";
 import {
@@ -70,6 +70,13 @@ export function* scoreRequests(baseModel: BaseModel, rows: readonly (readonly nu
   yield { case: "spec", value: create(JobSpecSchema, { jobId: "score", baseModel, numRows: rows.length }) };
   if (adapter) yield* adapterChunks(adapter, AdapterRole.PREVIOUS);
   yield* rowBatches(rows.map((tokens) => ({ tokens: [...tokens], trained: tokens.map(() => true), advantage: 0, weight: 0 })));
+  yield { case: "end", value: create(InputEndSchema) };
+}
+
+/** ConvertAdapter's request stream: the base model, the PEFT files as the INITIAL adapter, `end`. */
+export function* convertRequests(baseModel: BaseModel, peftFiles: Record<string, Uint8Array>): Generator<RequestMessage> {
+  yield { case: "spec", value: create(JobSpecSchema, { jobId: "convert", baseModel }) };
+  yield* adapterChunks({ format: "peft", files: peftFiles }, AdapterRole.INITIAL);
   yield { case: "end", value: create(InputEndSchema) };
 }
 
