@@ -1,7 +1,9 @@
-// Artifacts: versioned named file sets (SFT data) of an entity and project, files in GridFS.
-// Versions are numbered from 0 per (entity, project, name); a unique index settles concurrent
-// uploads of one name.
-import { randomUUID } from "node:crypto";
+// Artifacts: versioned named file sets (SFT data, and whatever the W&B API logs) of an entity and
+// project, files in GridFS. Versions are numbered from 0 per (entity, project, name); a unique
+// index settles concurrent uploads of one name. W&B's fields (aliases, metadata, digest, each
+// file's MD5) are kept for the W&B API (services/wandb); `latest` is never stored: it is the
+// highest version.
+import { createHash, randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import { badRequest, conflict, notFound } from "../core/errors.js";
 import type { Blobs } from "../store/blobs.js";
@@ -13,11 +15,31 @@ export interface ArtifactRecord {
   name: string;
   version: number;
   type: string;
-  files: { name: string; size: number; blob_id: ObjectId }[];
+  files: ArtifactFile[];
   /** Set when a model's SFT job uses it, so deleting the model deletes it. */
   model_id: string | null;
   created_at: Date;
+  /** Aliases given when logged or saved (W&B's; at most one version of a name holds each). */
+  aliases?: string[];
+  /** W&B metadata, JSON text (keys may hold '.' and '$'). */
+  metadata?: string;
+  description?: string | null;
+  /** W&B's manifest digest (identical content logged again is the same version). */
+  digest?: string | null;
+  /** The run that logged it through the W&B API. */
+  run_id?: string | null;
 }
+
+export interface ArtifactFile {
+  name: string;
+  size: number;
+  blob_id: ObjectId;
+  /** MD5 of the content, base64 (W&B's file digest); absent on files stored before it was kept. */
+  md5?: string;
+}
+
+export type NewArtifactVersion = Pick<ArtifactRecord, "entity" | "project" | "name" | "type" | "files"> &
+  Partial<Pick<ArtifactRecord, "_id" | "aliases" | "metadata" | "description" | "digest" | "run_id">>;
 
 const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -63,25 +85,33 @@ export class Artifacts {
       }
       return updated;
     }
+    try {
+      return await this.insertVersion({ ...where, type: input.type, files });
+    } catch (error) {
+      await this.deleteFiles(files);
+      throw error;
+    }
+  }
+
+  /** Stores a new version of a name from files already in the blob store (the next number). */
+  async insertVersion(input: NewArtifactVersion): Promise<ArtifactRecord> {
+    const where = { entity: input.entity, project: input.project, name: input.name };
     for (let attempt = 0; ; attempt++) {
       const latest = await this.artifacts.findOne(where, { sort: { version: -1 } });
       const record: ArtifactRecord = {
-        _id: randomUUID(),
-        ...where,
-        version: latest ? latest.version + 1 : 0,
-        type: input.type,
-        files,
         model_id: null,
         created_at: new Date(),
+        ...input,
+        aliases: input.aliases?.filter((alias) => alias !== "latest"),
+        _id: input._id ?? randomUUID(),
+        version: latest ? latest.version + 1 : 0,
       };
       try {
         await this.artifacts.insertOne(record);
+        if (record.aliases && record.aliases.length > 0) await this.releaseAliases(record, record.aliases);
         return record;
       } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === 11000) || attempt >= 5) {
-          await this.deleteFiles(files);
-          throw error;
-        }
+        if (!(error instanceof MongoServerError && error.code === 11000) || attempt >= 5 || (await this.artifacts.findOne({ _id: record._id }))) throw error;
       }
     }
   }
@@ -91,7 +121,7 @@ export class Artifacts {
     try {
       for (const file of input.files) {
         const blobId = await this.blobs.put(`${input.name}/${file.filename}`, file.content, { kind: "artifact_file", artifact: `${input.entity}/${input.project}/${input.name}` });
-        stored.push({ name: file.filename, size: file.content.byteLength, blob_id: blobId });
+        stored.push({ name: file.filename, size: file.content.byteLength, blob_id: blobId, md5: createHash("md5").update(file.content).digest("base64") });
       }
       return stored;
     } catch (error) {
@@ -108,6 +138,46 @@ export class Artifacts {
     return version === null
       ? this.artifacts.findOne({ entity, project, name }, { sort: { version: -1 } })
       : this.artifacts.findOne({ entity, project, name, version });
+  }
+
+  async findById(id: string): Promise<ArtifactRecord | null> {
+    return this.artifacts.findOne({ _id: id });
+  }
+
+  /** The version holding an alias; `latest` is the highest version. */
+  async findByAlias(entity: string, project: string, name: string, alias: string): Promise<ArtifactRecord | null> {
+    if (alias === "latest") return this.find(entity, project, name, null);
+    return this.artifacts.findOne({ entity, project, name, aliases: alias });
+  }
+
+  /** The version of a name whose W&B digest is this one (the same content logged again). */
+  async findByDigest(entity: string, project: string, name: string, digest: string): Promise<ArtifactRecord | null> {
+    return this.artifacts.findOne({ entity, project, name, digest });
+  }
+
+  /** Every version of a name, oldest first. */
+  async versions(entity: string, project: string, name: string): Promise<ArtifactRecord[]> {
+    return this.artifacts.find({ entity, project, name }).sort({ version: 1 }).toArray();
+  }
+
+  /** Sets metadata, description and aliases (each when given); an alias moves here from any other version. */
+  async update(record: ArtifactRecord, changes: { metadata?: string; description?: string | null; aliases?: string[] }): Promise<ArtifactRecord> {
+    const set: Partial<ArtifactRecord> = {};
+    if (changes.metadata !== undefined) set.metadata = changes.metadata;
+    if (changes.description !== undefined) set.description = changes.description;
+    if (changes.aliases !== undefined) set.aliases = [...new Set(changes.aliases.filter((alias) => alias !== "latest"))];
+    const updated = await this.artifacts.findOneAndUpdate({ _id: record._id }, { $set: set }, { returnDocument: "after" });
+    if (!updated) throw notFound(`artifact ${record.name}:v${record.version} no longer exists`);
+    if (set.aliases) await this.releaseAliases(updated, set.aliases);
+    return updated;
+  }
+
+  /** Removes these aliases from the other versions of the record's name. */
+  private async releaseAliases(record: ArtifactRecord, aliases: readonly string[]): Promise<void> {
+    const holders = await this.artifacts.find({ entity: record.entity, project: record.project, name: record.name, aliases: { $in: [...aliases] }, _id: { $ne: record._id } }).toArray();
+    for (const holder of holders) {
+      await this.artifacts.updateOne({ _id: holder._id }, { $set: { aliases: (holder.aliases ?? []).filter((alias) => !aliases.includes(alias)) } });
+    }
   }
 
   async read(record: ArtifactRecord, filename: string): Promise<Buffer | null> {

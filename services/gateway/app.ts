@@ -20,6 +20,7 @@ import { buildEndpoints, registerEndpoints } from "./pipeline.js";
 import { registerReflection } from "./reflection.js";
 import { createTranscoder } from "./rest/transcoder.js";
 import { serveConsole } from "./console-files.js";
+import { wandbRoutes } from "./wandb-routes.js";
 import { answerFailure, guardRequests } from "./http-boundary.js";
 
 export interface App {
@@ -42,7 +43,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const database = await connectDatabase(databaseUri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
   if (database.serialized) log.info("database is FerretDB: one connection, operations in series (its concurrent updates are not atomic)", { component: "database" });
   const services = await buildServices(database.db, config, log);
-  const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker, trainability } = services;
+  const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker, trainability, wandb } = services;
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
   const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
 
@@ -71,6 +72,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const endpoints = buildEndpoints(handlers, keys);
   const shutdown = new AbortController();
   const transcoder = createTranscoder({ endpoints, keys, bodyLimitBytes: config.bodyLimitBytes, log, shutdownSignal: shutdown.signal });
+  const wandbApi = wandbRoutes({ api: wandb, keys, bodyLimitBytes: config.bodyLimitBytes, log });
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerEndpoints(router, endpoints);
@@ -80,8 +82,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     shutdownSignal: shutdown.signal,
     interceptors: [rpcLog(log)],
     fallback: (req, res) =>
-      void serveConsole(req, res)
-        .then((served) => (served ? undefined : transcoder(req, res)))
+      void wandbApi(req, res)
+        .then(async (served) => (served || (await serveConsole(req, res)) ? undefined : transcoder(req, res)))
         .catch((error: unknown) => answerFailure(res, error, log)),
   });
   const listener = await listen(guardRequests(handler, log), config.host, config.port, {

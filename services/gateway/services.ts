@@ -21,7 +21,17 @@ import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "../training/trainer/engine
 import { TrainerPool } from "../training/trainer/engine/trainer-pool.js";
 import { trainerFor } from "../training/trainer/index.js";
 import { TrainingWorker } from "../training/worker/worker.js";
+import { WandbApi } from "../wandb/api.js";
+import { ArtifactUploads } from "../wandb/artifact-uploads.js";
+import { ArtifactViews } from "../wandb/artifact-views.js";
+import { loraImporter } from "../wandb/lora-import.js";
+import { WandbRunStates } from "../wandb/run-state.js";
+import { UrlSigner } from "../wandb/signed-urls.js";
+import { WandbRuns } from "../wandb/wandb-runs.js";
 import { ApiKeys } from "./auth/api-keys.js";
+
+/** The service's version as W&B's serverInfo reports it. */
+const SERVICE_VERSION = "0.1.0";
 
 export async function buildServices(db: Db, config: Config, log: Logger) {
   const keys = new ApiKeys(db);
@@ -38,8 +48,9 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   const jobs = new TrainingJobs(db, blobs, events);
   const artifacts = new Artifacts(db, blobs);
   const adapters = new AdapterFiles(config.dataDir, checkpoints);
-  const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, blobs, artifacts });
-  await ensureIndexes([keys, blobs, adapterBlobs, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts]);
+  const wandbRunStates = new WandbRunStates(db);
+  const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, blobs, artifacts, wandbRunStates });
+  await ensureIndexes([keys, blobs, adapterBlobs, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates]);
   // The local trainer process starts on first use (a job, or a base-model check), not here.
   const local =
     config.trainerUrls.length > 0
@@ -65,5 +76,21 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
     },
     { leaseMs: config.workerLeaseMs, pollMs: 1_000, maxAttempts: config.workerMaxAttempts },
   );
-  return { keys, blobs, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability };
+  // The W&B API (services/wandb) over the same stores: runs are the tracking runs, artifacts the
+  // artifact store plus each model's checkpoints as `lora` artifacts.
+  const views = new ArtifactViews(artifacts, checkpoints, registry);
+  const importCheckpoint = loraImporter({
+    catalog,
+    checkpoints,
+    baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
+    convertAdapter: (ref, peft, signal) => trainers.convertAdapter(ref, peft, signal),
+  });
+  const wandb = new WandbApi({
+    runs: new WandbRuns(runs, wandbRunStates, registry),
+    views,
+    uploads: new ArtifactUploads(db, blobs, artifacts, views, registry, importCheckpoint),
+    signer: await UrlSigner.open(db),
+    serverVersion: SERVICE_VERSION,
+  });
+  return { keys, blobs, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb };
 }

@@ -22,6 +22,11 @@ export interface CheckpointRecord {
   /** The training job that produced it (none for step 0), so a retried job never adds a second one. */
   job_id?: string | null;
   created_at: Date;
+  /** As the W&B API's `lora` artifact (services/wandb): metadata (JSON text) and extra aliases. */
+  artifact_metadata?: string;
+  artifact_aliases?: string[];
+  /** MD5 (base64) of each PEFT file, kept once computed: W&B's file digests. */
+  peft_md5?: { name: string; md5: string }[];
 }
 
 /**
@@ -145,6 +150,10 @@ export class Checkpoints {
     return this.checkpoints.findOne({ _id: checkpointId(modelId, step) });
   }
 
+  async byId(checkpointId: string): Promise<CheckpointRecord | null> {
+    return this.checkpoints.findOne({ _id: checkpointId });
+  }
+
   /** The names of a checkpoint's adapter files (none at step 0). */
   adapterFileNames(checkpoint: CheckpointRecord): string[] {
     if (!checkpoint.adapter_blob_id) return [];
@@ -189,6 +198,15 @@ export class Checkpoints {
 
   async list(modelId: string, options: { after?: string; limit: number; order: "asc" | "desc" }): Promise<Page<CheckpointRecord>> {
     return paginate(this.checkpoints, { filter: { model_id: modelId }, orderField: "step", orderIsUnique: true, what: "checkpoint", ...options });
+  }
+
+  /** Sets the W&B artifact fields of a checkpoint (each when given). */
+  async setArtifactFields(checkpointId: string, fields: { metadata?: string; aliases?: string[]; peftMd5?: { name: string; md5: string }[] }): Promise<void> {
+    const set: Partial<CheckpointRecord> = {};
+    if (fields.metadata !== undefined) set.artifact_metadata = fields.metadata;
+    if (fields.aliases !== undefined) set.artifact_aliases = fields.aliases;
+    if (fields.peftMd5 !== undefined) set.peft_md5 = fields.peftMd5;
+    if (Object.keys(set).length > 0) await this.checkpoints.updateOne({ _id: checkpointId }, { $set: set });
   }
 
   async mergeMetrics(checkpointId: string, metrics: Record<string, number>): Promise<void> {

@@ -22,6 +22,8 @@ export class ModelDeletion {
       events: EventLog;
       blobs: Blobs;
       artifacts: Artifacts;
+      /** What other services keep per run (the W&B API's run record), deleted with the run. */
+      wandbRunStates: { delete(runId: string): Promise<void> };
     },
   ) {}
 
@@ -35,6 +37,7 @@ export class ModelDeletion {
     await blobs.deleteForModel(model._id);
     await artifacts.deleteForModel(model._id);
     const deletedRun = await runs.delete(model.run_id);
+    await this.deps.wandbRunStates.delete(model.run_id);
     await registry.remove(model._id);
     return { deletedCheckpoints, deletedRun };
   }

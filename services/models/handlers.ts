@@ -102,7 +102,7 @@ export function modelsHandlers(deps: ModelsDeps) {
         entity: run.entity,
         project: run.project,
         name: run.name,
-        modelId: run.model_id,
+        modelId: run.model_id ?? undefined,
         createdAt: run.created_at.toISOString(),
         summary: run.summary,
       };

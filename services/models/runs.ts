@@ -11,7 +11,8 @@ export interface RunRecord {
   entity: string;
   project: string;
   name: string;
-  model_id: string;
+  /** null for a run made through the W&B API that is not a model's (a plain `wandb.init`). */
+  model_id: string | null;
   created_at: Date;
   /** Next metric sequence number; reserved in blocks so one log call needs one round trip. */
   metric_seq: number;
@@ -60,6 +61,11 @@ export class Runs {
     );
   }
 
+  /** A run by id, whoever owns it (callers check the entity and project). */
+  async find(runId: string): Promise<RunRecord | null> {
+    return this.runs.findOne({ _id: runId });
+  }
+
   async get(runId: string, entity: string): Promise<RunRecord> {
     const run = await this.runs.findOne({ _id: runId, entity });
     if (!run) throw notFound(`run ${runId} not found`);
@@ -79,6 +85,12 @@ export class Runs {
       names.map((name, index) => ({ id: BucketedLog.rowId(first + index + 1), seq: first + index + 1, step, split, name, value: values[name] as number, time })),
     );
     await this.runs.updateOne({ _id: runId }, { $set: Object.fromEntries(names.map((n) => [`summary.${fieldKey(n)}`, values[n]])) });
+  }
+
+  /** Sets summary values without adding history points (a summary written directly, as W&B's). */
+  async mergeSummary(runId: string, values: Record<string, number>): Promise<void> {
+    const set = Object.fromEntries(Object.entries(values).map(([name, value]) => [`summary.${fieldKey(name)}`, value]));
+    if (Object.keys(set).length > 0) await this.runs.updateOne({ _id: runId }, { $set: set });
   }
 
   async listMetrics(runId: string, options: { after?: string; limit: number; name?: string }): Promise<Page<RunMetricRecord>> {

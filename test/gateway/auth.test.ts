@@ -36,10 +36,20 @@ describe("authentication", () => {
     expect(await rest("POST", "/v1/preview/models", { body: {} })).toMatchObject(unauthenticated);
   });
 
-  it("refuses another scheme", async () => {
-    const res = await rest("GET", "/v1/preview/whoami", { headers: { authorization: `Basic ${key}` } });
-    expect(res.status).toBe(401);
-    expect(res.body).toEqual({ detail: "Invalid authentication credentials: use 'Authorization: Bearer <API key>'" });
+  it("refuses another scheme, and basic credentials that are not user:key", async () => {
+    const message = "Invalid authentication credentials: use 'Authorization: Bearer <API key>' (or HTTP basic with the key as password)";
+    for (const authorization of [`Digest ${key}`, `Basic ${key}`, `Basic ${Buffer.from(key).toString("base64")}`]) {
+      const res = await rest("GET", "/v1/preview/whoami", { headers: { authorization } });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ detail: message });
+    }
+  });
+
+  it("takes HTTP basic with the key as password, as the wandb SDK sends it", async () => {
+    const ok = await rest("GET", "/v1/preview/whoami", { headers: { authorization: `Basic ${Buffer.from(`api:${key}`).toString("base64")}` } });
+    expect(ok.status).toBe(200);
+    const wrong = await rest("GET", "/v1/preview/whoami", { headers: { authorization: `Basic ${Buffer.from(`api:${key}x`).toString("base64")}` } });
+    expect(wrong).toMatchObject({ status: 401, body: { detail: "Invalid API key" } });
   });
 
   it("refuses an unknown key", async () => {

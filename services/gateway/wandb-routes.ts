@@ -1,0 +1,147 @@
+// The W&B API's HTTP surface (services/wandb), mounted at the service's base URL so that
+// `WANDB_BASE_URL=http://host:port` is all the wandb SDK needs: `POST /graphql`, the run file
+// stream `POST /files/{entity}/{project}/{run}/file_stream`, and the signed transfer URLs that
+// GraphQL hands out (`PUT /wandb/uploads/{token}`, `GET /wandb/files/{token}/{name}`), which
+// carry their grant themselves as cloud storage URLs do. The SDK authenticates with HTTP basic
+// `api:<key>`; errors are answered with statuses the SDK does not retry (4xx), so a request that
+// is not served fails at once with the message.
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import { ApiError, isDatabaseUnavailable } from "../core/errors.js";
+import type { Logger } from "../core/logger.js";
+import type { WandbApi } from "../wandb/api.js";
+import type { ApiKeys } from "./auth/api-keys.js";
+import { authenticate } from "./auth/authenticate.js";
+import { writeJson } from "./http-boundary.js";
+import { BodyTooLarge, readBody } from "./rest/read-body.js";
+import { decodeSegment, requestTarget } from "./request-target.js";
+
+type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+type Request = Parameters<NodeHandler>[0];
+type Response = Parameters<NodeHandler>[1];
+
+const STATUS: Partial<Record<ApiError["kind"], number>> = {
+  validation: 400,
+  bad_request: 400,
+  unauthenticated: 401,
+  permission_denied: 403,
+  not_found: 404,
+  conflict: 409,
+  overloaded: 429,
+  unavailable: 503,
+  unimplemented: 501,
+};
+
+export interface WandbRouteOptions {
+  api: WandbApi;
+  keys: ApiKeys;
+  bodyLimitBytes: number;
+  log: Logger;
+}
+
+/** Serves the request if it is one of the W&B API's; false otherwise. */
+export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Response) => Promise<boolean> {
+  const { api, keys, log } = options;
+  return async (req, res) => {
+    const path = requestTarget(req.url)?.pathname ?? "/";
+    const verb = (req.method ?? "GET").toUpperCase();
+    const route = routeOf(verb, path);
+    if (!route) return false;
+    const started = performance.now();
+    let status = 200;
+    try {
+      switch (route.kind) {
+        case "graphql": {
+          const principal = await authenticate(keys, header(req, "authorization"));
+          const body = parseJson(await readBody(req, options.bodyLimitBytes));
+          const answer = await api.graphql(principal, body, baseUrlOf(req));
+          status = answer.status;
+          writeJson(res, status, answer.body);
+          break;
+        }
+        case "file_stream": {
+          const principal = await authenticate(keys, header(req, "authorization"));
+          const body = parseJson(await readBody(req, options.bodyLimitBytes));
+          writeJson(res, 200, await api.fileStream(principal, route.entity, route.project, route.run, body));
+          break;
+        }
+        case "upload": {
+          await api.upload(route.token, await readBody(req, options.bodyLimitBytes));
+          res.writeHead(200, { "content-length": "0", etag: '""' });
+          res.end();
+          break;
+        }
+        case "download": {
+          const file = await api.download(route.token);
+          res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.size) });
+          if (verb === "HEAD") {
+            res.end();
+            break;
+          }
+          for await (const chunk of file.chunks) {
+            if (!res.write(chunk)) await new Promise<void>((resolve) => res.once("drain", () => resolve()));
+          }
+          res.end();
+          break;
+        }
+      }
+    } catch (error) {
+      status = statusOf(error);
+      if (status >= 500) log.error("wandb api request failed", { path: route.kind, error });
+      writeJson(res, status, { errors: [{ message: messageOf(error, status) }], error: messageOf(error, status) }, status === 401 ? { "www-authenticate": 'Basic realm="wandb"' } : {});
+    }
+    log.info("request", { protocol: "wandb", route: route.kind, method: verb, status, duration_ms: Math.round(performance.now() - started) });
+    return true;
+  };
+}
+
+type Route =
+  | { kind: "graphql" }
+  | { kind: "file_stream"; entity: string; project: string; run: string }
+  | { kind: "upload"; token: string }
+  | { kind: "download"; token: string };
+
+function routeOf(verb: string, path: string): Route | null {
+  if (path === "/graphql" && verb === "POST") return { kind: "graphql" };
+  const stream = /^\/files\/([^/]+)\/([^/]+)\/([^/]+)\/file_stream$/.exec(path);
+  if (stream && verb === "POST") {
+    const [entity, project, run] = [decodeSegment(stream[1] as string), decodeSegment(stream[2] as string), decodeSegment(stream[3] as string)];
+    if (entity !== null && project !== null && run !== null) return { kind: "file_stream", entity, project, run };
+  }
+  const upload = /^\/wandb\/uploads\/([A-Za-z0-9_.-]+)$/.exec(path);
+  if (upload && verb === "PUT") return { kind: "upload", token: upload[1] as string };
+  const download = /^\/wandb\/files\/([A-Za-z0-9_.-]+)(?:\/.*)?$/.exec(path);
+  if (download && (verb === "GET" || verb === "HEAD")) return { kind: "download", token: download[1] as string };
+  return null;
+}
+
+function header(req: Request, name: string): string | null {
+  const value = req.headers[name];
+  return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
+}
+
+/** The URL this request reached the service at, for the absolute URLs handed to the SDK. */
+function baseUrlOf(req: Request): string {
+  const host = ("authority" in req && typeof req.authority === "string" ? req.authority : null) ?? header(req, "host") ?? "localhost";
+  const proto = header(req, "x-forwarded-proto") === "https" ? "https" : "http";
+  return `${proto}://${host}`;
+}
+
+function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString("utf8"));
+  } catch {
+    throw new ApiError("bad_request", "the request body is not JSON");
+  }
+}
+
+function statusOf(error: unknown): number {
+  if (error instanceof BodyTooLarge) return 413;
+  if (error instanceof ApiError) return STATUS[error.kind] ?? 500;
+  if (isDatabaseUnavailable(error)) return 503;
+  return 500;
+}
+
+function messageOf(error: unknown, status: number): string {
+  if (status === 500) return "Internal Server Error";
+  return error instanceof Error ? error.message : String(error);
+}

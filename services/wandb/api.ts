@@ -1,0 +1,92 @@
+// The W&B API the wandb SDK speaks, over the service's own stores: GraphQL (graphql.ts), the run
+// file stream, and the signed transfer URLs. The gateway (services/gateway/wandb-routes.ts) does
+// HTTP; everything here takes the authenticated principal and plain values.
+import { badRequest, notFound } from "../core/errors.js";
+import type { ArtifactUploads } from "./artifact-uploads.js";
+import { manifestJson } from "./artifact-objects.js";
+import type { ArtifactViews } from "./artifact-views.js";
+import { executeGraphql, type GraphqlAnswer } from "./graphql.js";
+import type { ResolverDeps } from "./resolvers.js";
+import type { UrlSigner } from "./signed-urls.js";
+import type { WandbRuns } from "./wandb-runs.js";
+
+export interface Principal {
+  entity: string;
+}
+
+/** Upload and download URLs stay valid this long (the SDK uses them at once). */
+export const TRANSFER_URL_TTL_MS = 60 * 60 * 1000;
+
+export interface WandbApiDeps {
+  runs: WandbRuns;
+  views: ArtifactViews;
+  uploads: ArtifactUploads;
+  signer: UrlSigner;
+  /** Reported as the server's version (serverInfo). */
+  serverVersion: string;
+}
+
+export class WandbApi {
+  constructor(private readonly deps: WandbApiDeps) {}
+
+  graphql(principal: Principal, body: unknown, baseUrl: string): Promise<GraphqlAnswer> {
+    const deps: ResolverDeps = { ...this.deps, entity: principal.entity, baseUrl, transferTtlMs: TRANSFER_URL_TTL_MS };
+    return executeGraphql(body, deps);
+  }
+
+  /** `POST /files/{entity}/{project}/{run}/file_stream`: history, summary, events, console, exit. */
+  async fileStream(principal: Principal, entity: string, project: string, runId: string, body: unknown): Promise<Record<string, unknown>> {
+    if (entity !== principal.entity) throw notFound(`run ${entity}/${project}/${runId} not found`);
+    const found = await this.deps.runs.find(entity, project, runId);
+    if (!found) throw notFound(`run ${entity}/${project}/${runId} not found (wandb.init creates it first)`);
+    const request = objectOf(body, "the file stream request");
+    const files = request.files === undefined ? {} : objectOf(request.files, "files");
+    const chunk = (name: string): { offset: number; lines: string[] } | null => {
+      const value = files[name];
+      if (value === undefined) return null;
+      const item = objectOf(value, `files.${name}`);
+      const offset = typeof item.offset === "number" && Number.isSafeInteger(item.offset) && item.offset >= 0 ? item.offset : 0;
+      if (!Array.isArray(item.content) || item.content.some((line) => typeof line !== "string")) throw badRequest(`files.${name}.content must be a list of strings`);
+      return { offset, lines: item.content as string[] };
+    };
+    const summary = chunk("wandb-summary.json");
+    const exitCode = request.complete === true ? (typeof request.exitcode === "number" ? request.exitcode : 0) : null;
+    await this.deps.runs.recordStream(found, {
+      history: chunk("wandb-history.jsonl"),
+      events: chunk("wandb-events.jsonl")?.lines ?? [],
+      logLines: chunk("output.log")?.lines.length ?? 0,
+      summary: summary && summary.lines.length > 0 ? (summary.lines[summary.lines.length - 1] as string) : null,
+      exitCode,
+    });
+    return { exitcode: null, limits: {} };
+  }
+
+  /** `PUT` to an upload URL: an artifact file, an artifact manifest, or a run file (kept nowhere). */
+  async upload(token: string, content: Buffer): Promise<void> {
+    const grant = this.deps.signer.verify(token);
+    if (!grant) throw notFound("this upload URL is invalid or has expired; ask for a new one");
+    if (grant.k === "artifact_file") await this.deps.uploads.receiveFile(String(grant.a), String(grant.n), String(grant.m), content);
+    else if (grant.k === "artifact_manifest") await this.deps.uploads.receiveManifest(String(grant.a), content);
+    else if (grant.k !== "run_file") throw notFound("this upload URL grants nothing");
+  }
+
+  /** `GET` of a download URL: a file of a committed artifact version, or its manifest. */
+  async download(token: string): Promise<{ size: number; chunks: AsyncIterable<Buffer> }> {
+    const grant = this.deps.signer.verify(token);
+    if (!grant || (grant.k !== "download" && grant.k !== "manifest")) throw notFound("this download URL is invalid or has expired; ask for a new one");
+    const view = await this.deps.views.byId(String(grant.e), String(grant.a));
+    if (grant.k === "manifest") {
+      if (!view) throw notFound("the artifact no longer exists");
+      const manifest = Buffer.from(manifestJson(view));
+      return { size: manifest.byteLength, chunks: (async function* () { yield manifest; })() };
+    }
+    const file = view ? await this.deps.views.openFile(view, String(grant.n)) : null;
+    if (!file) throw notFound(`the file ${String(grant.n)} no longer exists`);
+    return file;
+  }
+}
+
+function objectOf(value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw badRequest(`${what} must be a JSON object`);
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,122 @@
+// What the W&B API keeps of a run beyond the service's metric history (services/models/runs.ts):
+// the run's config and summary as the SDK sent them, its display name, tags and notes, and the
+// line counts and last history line that `wandb.init(resume=...)` reads to continue a run where
+// it stopped. Config and summary are stored as JSON text: their keys may hold '.' and '$'.
+import type { Collection, Db } from "mongodb";
+import { isDuplicateKey } from "../store/mongo.js";
+
+export interface WandbRunRecord {
+  /** The run's id (the same as the service's run). */
+  _id: string;
+  entity: string;
+  project: string;
+  display_name: string | null;
+  job_type: string | null;
+  group: string | null;
+  notes: string | null;
+  tags: string[];
+  /** W&B's config form: `{"key": {"value": ..., "desc": ...}}`, JSON text. */
+  config: string;
+  /** The latest `wandb-summary.json` line, JSON text. */
+  summary: string;
+  history_line_count: number;
+  events_line_count: number;
+  log_line_count: number;
+  /** The last history lines (JSON text each), newest last. */
+  history_tail: string[];
+  events_tail: string[];
+  state: string;
+  exit_code: number | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const TAIL_LINES = 10;
+
+export type RunAttributes = Partial<Pick<WandbRunRecord, "display_name" | "job_type" | "group" | "notes" | "tags" | "config" | "summary" | "state">>;
+
+export class WandbRunStates {
+  private readonly states: Collection<WandbRunRecord>;
+
+  constructor(db: Db) {
+    this.states = db.collection<WandbRunRecord>("wandb_runs");
+  }
+
+  async ensureIndexes(): Promise<void> {
+    // Lookups are by _id only.
+  }
+
+  async find(runId: string): Promise<WandbRunRecord | null> {
+    return this.states.findOne({ _id: runId });
+  }
+
+  /** Creates the record on first use and sets the given attributes (absent ones are kept). */
+  async upsert(runId: string, owner: { entity: string; project: string }, attributes: RunAttributes): Promise<WandbRunRecord> {
+    const now = new Date();
+    const given = Object.fromEntries(Object.entries(attributes).filter(([, value]) => value !== undefined)) as RunAttributes;
+    const existing = await this.states.findOne({ _id: runId });
+    if (!existing) {
+      const record: WandbRunRecord = {
+        _id: runId,
+        entity: owner.entity,
+        project: owner.project,
+        display_name: null,
+        job_type: null,
+        group: null,
+        notes: null,
+        tags: [],
+        config: "{}",
+        summary: "{}",
+        history_line_count: 0,
+        events_line_count: 0,
+        log_line_count: 0,
+        history_tail: [],
+        events_tail: [],
+        state: "running",
+        exit_code: null,
+        created_at: now,
+        updated_at: now,
+        ...given,
+      };
+      try {
+        await this.states.insertOne(record);
+        return record;
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+    const updated = await this.states.findOneAndUpdate({ _id: runId }, { $set: { ...given, updated_at: now } }, { returnDocument: "after" });
+    if (!updated) throw new Error(`run ${runId} vanished while it was updated`);
+    return updated;
+  }
+
+  /**
+   * Records what one file-stream request carried: line counts, the tails, the summary and the
+   * exit. The SDK sends one run's requests one after another, so reading then writing is safe.
+   */
+  async recordStream(
+    runId: string,
+    update: { historyLines: string[]; eventsLines: string[]; logLines: number; summary: string | null; exitCode: number | null },
+  ): Promise<void> {
+    const current = await this.states.findOne({ _id: runId });
+    if (!current) return;
+    const set: Partial<WandbRunRecord> = {
+      updated_at: new Date(),
+      history_line_count: current.history_line_count + update.historyLines.length,
+      events_line_count: current.events_line_count + update.eventsLines.length,
+      log_line_count: current.log_line_count + update.logLines,
+      history_tail: [...current.history_tail, ...update.historyLines].slice(-TAIL_LINES),
+      events_tail: [...current.events_tail, ...update.eventsLines].slice(-TAIL_LINES),
+    };
+    if (update.summary !== null) set.summary = update.summary;
+    if (update.exitCode !== null) {
+      set.exit_code = update.exitCode;
+      set.state = update.exitCode === 0 ? "finished" : "failed";
+    }
+    await this.states.updateOne({ _id: runId }, { $set: set });
+  }
+
+  async delete(runId: string): Promise<void> {
+    await this.states.deleteOne({ _id: runId });
+  }
+}
