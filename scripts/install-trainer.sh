@@ -35,12 +35,11 @@ KEY="$({ cat "$LOCK"; printf '%s\n' "$PYVER"; } | sha256sum | cut -c1-16)"
 VENV="$CACHE/trainer-venv-$KEY"
 STAMP="$VENV/$STAMP_NAME"
 
-installed() {
-  [ -f "$STAMP" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$KEY" ] && "$VENV/bin/python" -c '' >/dev/null 2>&1
-}
-
 # shellcheck source=link-cached.sh
 source "$ROOT/scripts/link-cached.sh"
+# shellcheck source=venv-install.sh
+source "$ROOT/scripts/venv-install.sh"
+installed() { venv_ready "$VENV" "$STAMP" "$KEY"; }
 link() { link_cached "$VENV" "$LINK"; }
 
 if installed; then
@@ -50,19 +49,11 @@ if installed; then
 fi
 
 mkdir -p "$CACHE"
-# Parallel runs (several checkouts, test workers) may get here at once: one installs, the others
-# wait and then find the stamp.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$CACHE/trainer-venv-$KEY.lock"
-  if ! flock -n 9; then
-    echo "install-trainer: another process is installing $VENV; waiting for it"
-    flock 9
-  fi
-  if installed; then
-    link
-    echo "install-trainer: Python environment ready at $VENV (installed by a concurrent run)"
-    exit 0
-  fi
+venv_lock "$CACHE/trainer-venv-$KEY.lock" install-trainer
+if installed; then
+  link
+  echo "install-trainer: Python environment ready at $VENV (installed by a concurrent run)"
+  exit 0
 fi
 
 START=$SECONDS
@@ -79,35 +70,11 @@ if ! python3 -m venv "$VENV"; then
 fi
 
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --no-input)
-INSTALL=(install --no-deps --only-binary=:all: -r "$LOCK")
-
-if [ -t 1 ] && { [ -z "${CI:-}" ] || [ "${CI:-}" = false ]; }; then
-  # A terminal: pip's own output, progress bars included.
-  "${PIP[@]}" "${INSTALL[@]}"
-else
-  # CI or a log file: pip's lines as they come (no progress bars, which need a terminal), and a
-  # status line every 30 s, so long downloads and unpacking of the big wheels never look stuck.
-  PIPLOG="$CACHE/trainer-venv-$KEY.pip.log"
-  : >"$PIPLOG"
-  (
-    while sleep 30 >/dev/null 2>&1; do
-      last="$(grep -v '^[[:space:]]*$' "$PIPLOG" 2>/dev/null | tail -n 1 | cut -c1-160 || true)"
-      size="$(du -sm "$VENV" 2>/dev/null | cut -f1 || true)"
-      echo "install: still installing the trainer's Python environment ($((SECONDS - START)) s so far, ${size:-0} MB in place; pip: ${last:-starting})"
-    done
-  ) &
-  HEARTBEAT=$!
-  trap 'kill "$HEARTBEAT" 2>/dev/null || true' EXIT
-  status=0
-  "${PIP[@]}" "${INSTALL[@]}" --progress-bar off 2>&1 | tee "$PIPLOG" || status=$?
-  kill "$HEARTBEAT" 2>/dev/null || true
-  wait "$HEARTBEAT" 2>/dev/null || true
-  trap - EXIT
-  rm -f "$PIPLOG"
-  if [ "$status" -ne 0 ]; then
-    echo "install-trainer: pip install failed (exit $status); the unfinished environment at $VENV is redone on the next run" >&2
-    exit "$status"
-  fi
+status=0
+pip_install_logged "the trainer's Python environment" "$VENV" "$CACHE/trainer-venv-$KEY.pip.log" "${PIP[@]}" install --no-deps --only-binary=:all: -r "$LOCK" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "install-trainer: pip install failed (exit $status); the unfinished environment at $VENV is redone on the next run" >&2
+  exit "$status"
 fi
 
 echo "install-trainer: pip check"

@@ -2,7 +2,8 @@
 # Every install step the service and its tests need, idempotent: npm packages exactly as locked
 # (npm ci, skipped when node_modules already matches package-lock.json and patches/), the embedded
 # database, the trainer's Python environment (PyTorch etc., cached outside the clone, linked from
-# .cache/trainer-venv) and the small real model the tests and benchmarks use (.cache/models/).
+# .cache/trainer-venv), the ART client's overlay on it for the wandb / ART tests (linked from
+# .cache/art-client-venv) and the small real model the tests and benchmarks use (.cache/models/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ]; then
 fi
 bash scripts/install-ferretdb.sh
 bash scripts/install-trainer.sh
+bash scripts/install-art-client.sh
 bash scripts/fetch-test-models.sh
 
 # The web console's production build, served by the gateway at `/`.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: install, run the whole vitest suite (contract checks, unit and end-to-end tests against
-# a real server and database), then the trainer's pytest suite, and end with one line over both:
-# `tests: N passed, M failed`. Arguments go to vitest only.
+# a real server and database), then the trainer's pytest suite, then the wandb / ART client tests
+# (pytest in the ART client's environment against a server of their own), and end with one line
+# over all three: `tests: N passed, M failed`. Arguments go to vitest only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if ! bash scripts/install.sh; then
@@ -18,10 +19,15 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 mkdir -p test-results
-rm -f test-results/vitest.json test-results/pytest.xml
+rm -f test-results/vitest.json test-results/pytest.xml test-results/pytest-wandb.xml
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
 # The trainer's Python tests, with the environment scripts/install-trainer.sh made (or TRAINER_PYTHON).
 trainer_python="${TRAINER_PYTHON:-.cache/trainer-venv/bin/python}"
 echo "test: pytest services/training/torch_trainer/tests with $trainer_python"
 "$trainer_python" -m pytest services/training/torch_trainer/tests -q --junitxml=test-results/pytest.xml
-node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml
+# The real wandb SDK and ART client (scripts/install-art-client.sh: the trainer's environment plus
+# the client's packages) against the service: test/wandb/python/conftest.py starts its own server.
+art_python=".cache/art-client-venv/bin/python"
+echo "test: pytest test/wandb/python with $art_python"
+"$art_python" -m pytest test/wandb/python -q --junitxml=test-results/pytest-wandb.xml
+node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml test-results/pytest-wandb.xml

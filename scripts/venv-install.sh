@@ -1,0 +1,51 @@
+# Sourced by the install scripts of the Python environments (install-trainer.sh,
+# install-art-client.sh): the steps they share when installing a pinned environment cached
+# outside the clone.
+
+# venv_ready VENV STAMP KEY: true when VENV was installed completely for KEY (its stamp holds KEY
+# and its python runs).
+venv_ready() {
+  [ -f "$2" ] && [ "$(cat "$2" 2>/dev/null)" = "$3" ] && "$1/bin/python" -c '' >/dev/null 2>&1
+}
+
+# venv_lock LOCKFILE WHO: holds an exclusive lock on file descriptor 9 until the script ends, so
+# parallel runs (several checkouts, test workers) install once; says so while it waits.
+venv_lock() {
+  command -v flock >/dev/null 2>&1 || return 0
+  exec 9>"$1"
+  if ! flock -n 9; then
+    echo "$2: another process is installing the same environment; waiting for it"
+    flock 9
+  fi
+}
+
+# pip_install_logged WHAT VENV LOGFILE PIP_COMMAND...: on a terminal, pip's own output (progress
+# bars included); under CI or into a log, pip's lines as they come plus a status line every 30 s
+# (time so far, MB in place, pip's last line), so long downloads never look stuck. Returns pip's
+# exit status.
+pip_install_logged() {
+  local what="$1" venv="$2" log="$3"
+  shift 3
+  if [ -t 1 ] && { [ -z "${CI:-}" ] || [ "${CI:-}" = false ]; }; then
+    "$@"
+    return
+  fi
+  local start=$SECONDS status=0 heartbeat
+  : >"$log"
+  (
+    exec 9>&- # not the install lock: a sleep left behind must not hold it
+    while sleep 30 >/dev/null 2>&1; do
+      last="$(grep -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -n 1 | cut -c1-160 || true)"
+      size="$(du -sm "$venv" 2>/dev/null | cut -f1 || true)"
+      echo "install: still installing $what ($((SECONDS - start)) s so far, ${size:-0} MB in place; pip: ${last:-starting})"
+    done
+  ) &
+  heartbeat=$!
+  trap 'kill "$heartbeat" 2>/dev/null || true' EXIT
+  "$@" --progress-bar off 2>&1 | tee "$log" || status=$?
+  kill "$heartbeat" 2>/dev/null || true
+  wait "$heartbeat" 2>/dev/null || true
+  trap - EXIT
+  rm -f "$log"
+  return "$status"
+}

@@ -1,0 +1,388 @@
+"""The harness of the wandb / ART Python tests.
+
+One real server for the whole session (test/support/serve-for-pytest.ts: an isolated embedded
+database, the server process with its training worker, the tiny built-in base models and
+SmolLM2-135M-Instruct Q4_1 as `smollm2`, API keys of two entities), and per test an environment
+for the wandb SDK that points it at that server and keeps everything it writes in the test's tmp
+directory (nothing under ~/.config, ~/.netrc or ~/.cache/wandb). Every test has a time limit
+(SIGALRM; `@pytest.mark.time_limit(seconds)`, default 120 s) after which the stacks of all
+threads are dumped and the test fails, so a client that retries forever cannot hang the run.
+
+Run with the ART client's environment (scripts/install-art-client.sh):
+    .cache/art-client-venv/bin/python -m pytest test/wandb/python -q
+"""
+
+from __future__ import annotations
+
+import base64
+import faulthandler
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # imported by the tests once the environment below is set
+    import art
+    from art.serverless.backend import ServerlessBackend
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+HARNESS = "test/support/serve-for-pytest.ts"
+STARTUP_TIMEOUT_S = 240.0
+DEFAULT_TIME_LIMIT_S = 120.0
+
+# Read at import by litellm (imported by `art`) and by the wandb SDK: set before any test module
+# imports them.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # litellm would fetch a price list at import
+os.environ["WANDB_SILENT"] = "true"
+os.environ["WANDB_ERROR_REPORTING"] = "false"  # no Sentry reports from the SDK
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@dataclass(frozen=True)
+class Service:
+    """The running server: its base URL and one API key and entity per user."""
+
+    url: str
+    keys: dict[str, str]
+    entities: dict[str, str]
+    log_file: str
+
+    @property
+    def key(self) -> str:
+        return self.keys["alice"]
+
+    @property
+    def entity(self) -> str:
+        return self.entities["alice"]
+
+    def get(self, path: str, key: str | None = None) -> tuple[int, Any]:
+        """GET a JSON route of the service's own API with a Bearer key; (status, parsed body)."""
+        request = urllib.request.Request(
+            self.url + path, headers={"Authorization": f"Bearer {key or self.key}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            body = error.read()
+            try:
+                return error.code, json.loads(body or b"null")
+            except ValueError:
+                return error.code, body.decode(errors="replace")
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(Path(self.log_file).read_text(errors="replace").splitlines()[-lines:])
+        except OSError as error:
+            return f"(no server log: {error})"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "time_limit(seconds): fail the test (stacks dumped) after this many seconds"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The server
+# ---------------------------------------------------------------------------------------------
+
+_service: Service | None = None
+_harness: tuple[subprocess.Popen[bytes], Path] | None = None
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    global _service, _harness
+    stderr_path = tmp_path_factory.mktemp("serve") / "serve-for-pytest.stderr"
+    with open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(
+            ["node", "--import", "tsx", HARNESS],
+            cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
+    _harness = (process, stderr_path)
+    try:
+        ready = _read_ready_line(process, stderr_path)
+        _service = Service(
+            url=ready["url"], keys=ready["keys"], entities=ready["entities"], log_file=ready["log_file"]
+        )
+        yield _service
+    finally:
+        _service = None
+        _harness = None
+        _stop(process)
+
+
+def _read_ready_line(process: subprocess.Popen[bytes], stderr_path: Path) -> dict[str, Any]:
+    assert process.stdout is not None
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    buffered = b""
+    while b"\n" not in buffered:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RuntimeError(
+                f"{HARNESS} printed no ready line in {STARTUP_TIMEOUT_S:.0f} s; its stderr:\n"
+                + stderr_path.read_text(errors="replace")
+            )
+        if selector.select(timeout=min(left, 1.0)):
+            chunk = os.read(process.stdout.fileno(), 65536)
+            if not chunk:
+                process.wait(timeout=30)
+                raise RuntimeError(
+                    f"{HARNESS} exited ({process.returncode}) before it was ready; its stderr:\n"
+                    + stderr_path.read_text(errors="replace")
+                )
+            buffered += chunk
+    line = buffered.split(b"\n", 1)[0]
+    ready: dict[str, Any] = json.loads(line)
+    return ready
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Closing stdin asks the harness to stop everything; SIGTERM, then SIGKILL, if it does not."""
+    if process.stdin is not None:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+    for escalate in (None, process.terminate, process.kill):
+        if escalate is not None:
+            escalate()
+        try:
+            process.wait(timeout=60)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.failed and _service is not None:
+        report.sections.append(("server log (last lines)", _service.log_tail()))
+    if report.failed and _harness is not None:
+        process, stderr_path = _harness
+        state = "running" if process.poll() is None else f"EXITED with {process.returncode}"
+        report.sections.append(
+            (f"{HARNESS} ({state}), its stderr", stderr_path.read_text(errors="replace")[-4000:])
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# A time limit per test
+# ---------------------------------------------------------------------------------------------
+
+
+class TimeLimitExceeded(BaseException):
+    """Raised in the main thread when a test runs past its time limit.
+
+    A BaseException, so client code that catches Exception (retry loops) cannot swallow it."""
+
+
+@pytest.fixture(autouse=True)
+def time_limit(request: pytest.FixtureRequest) -> Iterator[None]:
+    marker = request.node.get_closest_marker("time_limit")
+    seconds = float(marker.args[0]) if marker is not None else DEFAULT_TIME_LIMIT_S
+
+    def expired(signum: int, frame: FrameType | None) -> None:
+        sys.stderr.write(f"\n--- {request.node.nodeid}: over its {seconds:.0f} s limit; stacks of all threads:\n")
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        raise TimeLimitExceeded(f"{request.node.nodeid} did not finish within {seconds:.0f} s (stacks on stderr)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# ---------------------------------------------------------------------------------------------
+# The wandb SDK's environment
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WandbEnv:
+    service: Service
+    root: Path
+    api_key_in_env: bool
+
+
+def _wandb_env(
+    service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api_key_in_env: bool
+) -> Iterator[WandbEnv]:
+    for name in list(os.environ):
+        if name.startswith("WANDB_") and name not in ("WANDB_SILENT", "WANDB_ERROR_REPORTING"):
+            monkeypatch.delenv(name)
+    root = tmp_path / "wandb-env"
+    dirs = {
+        "WANDB_DIR": root / "dir",
+        "WANDB_CACHE_DIR": root / "cache",
+        "WANDB_CONFIG_DIR": root / "config",
+        "WANDB_DATA_DIR": root / "data",
+        "WANDB_ARTIFACT_DIR": root / "artifacts",
+    }
+    for name, path in dirs.items():
+        path.mkdir(parents=True)
+        monkeypatch.setenv(name, str(path))
+    monkeypatch.setenv("WANDB_BASE_URL", service.url)
+    monkeypatch.setenv("WANDB_CREDENTIALS_FILE", str(root / "config" / "credentials.json"))
+    monkeypatch.setenv("NETRC", str(root / "netrc"))  # wandb.login(key=...) writes one
+    monkeypatch.setenv("WANDB_INIT_TIMEOUT", "60")
+    monkeypatch.setenv("WANDB_DISABLE_GIT", "true")
+    if api_key_in_env:
+        monkeypatch.setenv("WANDB_API_KEY", service.key)
+    # ART writes checkpoints it pulls or forks under tempfile.gettempdir().
+    scratch = root / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    try:
+        yield WandbEnv(service=service, root=root, api_key_in_env=api_key_in_env)
+    finally:
+        # The SDK keeps a process-wide singleton (settings read from the environment at setup)
+        # and a wandb-core service process: end both, so the next test starts clean.
+        if "wandb" in sys.modules:
+            import wandb
+
+            if wandb.run is not None:
+                wandb.run.finish(exit_code=1)
+            wandb.teardown()
+
+
+@pytest.fixture
+def wandb_env(service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[WandbEnv]:
+    """WANDB_BASE_URL set, WANDB_API_KEY not: ART hands the key to the SDK itself."""
+    yield from _wandb_env(service, tmp_path, monkeypatch, api_key_in_env=False)
+
+
+@pytest.fixture
+def wandb_env_with_key(service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[WandbEnv]:
+    """WANDB_BASE_URL and WANDB_API_KEY set, as ART's docs tell users to."""
+    yield from _wandb_env(service, tmp_path, monkeypatch, api_key_in_env=True)
+
+
+@pytest.fixture(scope="session")
+def wandb_served(service: Service) -> None:
+    """Fails at once, saying why, when the service does not answer the wandb SDK's first request
+    (a GraphQL query at /graphql, HTTP basic auth `api:<key>`), instead of letting the SDK retry."""
+    token = base64.b64encode(f"api:{service.key}".encode()).decode()
+    request = urllib.request.Request(
+        service.url + "/graphql",
+        data=json.dumps({"query": "query Viewer { viewer { id entity } }"}).encode(),
+        headers={"Authorization": f"Basic {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30):
+            return
+    except urllib.error.HTTPError as error:
+        if error.code in (404, 405, 501):
+            pytest.fail(
+                f"the service does not serve W&B's GraphQL API: POST {service.url}/graphql answered "
+                f"HTTP {error.code} ({error.read()[:200]!r}); the wandb SDK (and ART's train_sft, "
+                "checkpoint pull and fork, wandb.init) cannot work against it until it does (issue 14)",
+                pytrace=False,
+            )
+        # Any other answer (401, 400, 500, ...) is for the test itself to meet through the SDK.
+
+
+# ---------------------------------------------------------------------------------------------
+# The ART client, as a user drives it
+# ---------------------------------------------------------------------------------------------
+
+PROJECT = "pytest-wandb"
+
+
+class ArtTools:
+    """Small steps of ART's documented loop, shared by the tests (real clients only)."""
+
+    def __init__(self, service: Service, base_path: Path) -> None:
+        self.service = service
+        self.base_path = base_path
+
+    def backend(self, key: str | None = None) -> ServerlessBackend:
+        from art.serverless.backend import ServerlessBackend
+
+        return ServerlessBackend(api_key=key or self.service.key, base_url=self.service.url + "/v1")
+
+    async def register(self, backend: ServerlessBackend, base_model: str, prefix: str) -> art.TrainableModel:
+        """A new TrainableModel of a unique name, registered (its step is 0)."""
+        import uuid
+
+        import art
+
+        model = art.TrainableModel(
+            name=f"{prefix}-{uuid.uuid4().hex[:8]}",
+            project=PROJECT,
+            base_model=base_model,
+            base_path=str(self.base_path),
+        )
+        await model.register(backend)
+        return model
+
+    async def rollouts(
+        self, model: art.TrainableModel, prompts: list[str], per_group: int = 2, max_tokens: int = 8
+    ) -> list[art.TrajectoryGroup]:
+        """One group per prompt, `per_group` sampled completions each through
+        model.openai_client(), rewarded 0, 1, ... within the group (so every group trains)."""
+        import art
+
+        client = model.openai_client()
+        groups: list[art.TrajectoryGroup] = []
+        for prompt in prompts:
+            trajectories: list[art.Trajectory] = []
+            for i in range(per_group):
+                messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
+                completion = await client.chat.completions.create(
+                    model=model.get_inference_name(),
+                    messages=messages,
+                    max_tokens=max_tokens,
+                    temperature=1.0,
+                    logprobs=True,
+                )
+                trajectories.append(
+                    art.Trajectory(messages_and_choices=[*messages, completion.choices[0]], reward=float(i))
+                )
+            groups.append(art.TrajectoryGroup(trajectories))
+        return groups
+
+    async def greedy(
+        self, model: art.TrainableModel, step: int | None, prompt: str, max_tokens: int = 12
+    ) -> tuple[str, list[float]]:
+        """Greedy text of a step (None: the model's latest) and the log-probabilities of its tokens."""
+        completion = await model.openai_client().chat.completions.create(
+            model=model.get_inference_name(step=step),
+            messages=[{"role": "user", "content": prompt}],
+            max_tokens=max_tokens,
+            temperature=0,
+            logprobs=True,
+        )
+        choice = completion.choices[0]
+        logprobs = [t.logprob for t in (choice.logprobs.content or [])] if choice.logprobs else []
+        return choice.message.content or "", logprobs
+
+
+@pytest.fixture
+def art_tools(service: Service, tmp_path: Path) -> ArtTools:
+    return ArtTools(service, tmp_path / ".art")
