@@ -133,6 +133,21 @@ describe("isolation between entities", () => {
       expect((await rest("POST", "/v1/preview/training-jobs", { key: otherKey, body: { model_id: id, trajectory_groups: [{ trajectories: [] }] } })).status).toBe(404);
     }
     expect((await rest("GET", `/v1/preview/runs/${mine.run_id}`, { key: otherKey })).status).toBe(404);
+    // The W&B API (wandb SDK): the model's run (by id or by the model's name), its lora artifacts.
+    const basic = { authorization: `Basic ${Buffer.from(`api:${otherKey}`).toString("base64")}`, "content-type": "application/json" };
+    const ownerEntity = ((await rest("GET", "/v1/preview/whoami", { key })).body as { entity: string }).entity;
+    for (const runName of [mine.run_id, mine.name]) {
+      const stream = await rest("POST", `/files/${ownerEntity}/iso/${runName}/file_stream`, { headers: basic, body: { files: { "wandb-history.jsonl": { offset: 0, content: ['{"_step": 0, "x": 1}'] } } } });
+      expect(stream.status).toBe(404);
+      const graphql = await rest("POST", "/graphql", {
+        headers: basic,
+        body: { query: `query ($e: String, $r: String!, $a: String!) { project(name: "iso", entityName: $e) { run(name: $r) { id } artifact(name: $a) { id } } }`, variables: { e: ownerEntity, r: runName, a: `${mine.name}:latest` } },
+      });
+      expect(graphql).toMatchObject({ status: 200, body: { data: { project: null } } });
+      // Nor in a project of the intruder's own of the same name.
+      const own = await rest("POST", "/graphql", { headers: basic, body: { query: `query ($r: String!) { project(name: "iso") { run(name: $r) { id } } }`, variables: { r: runName } } });
+      expect(own).toMatchObject({ status: 200, body: { data: { project: { run: null } } } });
+    }
     const error = await connectClient(Models, "connect-json", otherKey)
       .deleteModel({ modelId: mine.id })
       .then(() => undefined, (e: unknown) => ConnectError.from(e));
@@ -162,8 +177,15 @@ describe("delete model", () => {
     // A watcher following the running job sees its terminal event when the model goes.
     const watch = fetch(`${(await import("vitest")).inject("baseUrl")}/v1/preview/training-jobs/${job.id}/events/watch`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.text());
 
+    // The wandb SDK logged into the model's run too (by the model's name, as ART does).
+    const ownerEntity = ((await rest("GET", "/v1/preview/whoami", { key })).body as { entity: string }).entity;
+    const basic = { authorization: `Basic ${Buffer.from(`api:${key}`).toString("base64")}`, "content-type": "application/json" };
+    const upsert = await rest("POST", "/graphql", { headers: basic, body: { query: `mutation { upsertBucket(input: {name: "doomed", modelName: "cascade"}) { bucket { name } } }` } });
+    expect(upsert).toMatchObject({ status: 200, body: { data: { upsertBucket: { bucket: { name: "doomed" } } } } });
+    expect((await rest("POST", `/files/${ownerEntity}/cascade/doomed/file_stream`, { headers: basic, body: { files: { "wandb-history.jsonl": { offset: 0, content: ['{"_step": 0, "x": 1}'] } } } })).status).toBe(200);
+
     const before = await countOwned(model);
-    expect(before).toMatchObject({ models: 1, checkpoints: 4, runs: 1, trajectories: 1, training_jobs: 2, blobs: 5 }); // 3 adapters, 2 job inputs
+    expect(before).toMatchObject({ models: 1, checkpoints: 4, runs: 1, wandb_runs: 1, trajectories: 1, training_jobs: 2, blobs: 5 }); // 3 adapters, 2 job inputs
     expect(before.run_metrics).toBeGreaterThan(0);
     expect(before.events).toBeGreaterThan(0);
 
@@ -173,7 +195,7 @@ describe("delete model", () => {
     expect(streamed).toContain('"type":"training_started"');
     expect(streamed).toContain('"type":"training_failed","data":{"error_message":"cancelled: the model was deleted"}');
 
-    expect(await countOwned(model)).toEqual({ models: 0, checkpoints: 0, checkpoint_heads: 0, runs: 0, run_metrics: 0, trajectories: 0, training_jobs: 0, events: 0, event_streams: 0, blobs: 0 });
+    expect(await countOwned(model)).toEqual({ models: 0, checkpoints: 0, checkpoint_heads: 0, runs: 0, wandb_runs: 0, run_metrics: 0, trajectories: 0, training_jobs: 0, events: 0, event_streams: 0, blobs: 0 });
     expect((await countOwned(keep)).checkpoints).toBe(2);
     expect((await rest("DELETE", `/v1/preview/models/${model.id}`, { key })).status).toBe(404);
     expect((await rest("GET", `/v1/preview/training-jobs/${queuedJob.id}`, { key })).status).toBe(404);
@@ -191,6 +213,7 @@ async function countOwned(model: ModelJson) {
       checkpoints: await db.collection("checkpoints").countDocuments({ model_id: model.id }),
       checkpoint_heads: await db.collection("checkpoint_heads").countDocuments({ _id: model.id as never }),
       runs: await db.collection("runs").countDocuments({ _id: model.run_id as never }),
+      wandb_runs: await db.collection("wandb_runs").countDocuments({ _id: model.run_id as never }),
       run_metrics: await db.collection("run_metrics").countDocuments({ run_id: model.run_id }),
       trajectories: await db.collection("trajectories").countDocuments({ model_id: model.id }),
       training_jobs: jobIds.length,
