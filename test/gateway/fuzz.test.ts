@@ -7,6 +7,9 @@
 // fuzz-rpc.ts (checkRpc); the server must never exit or log an unhandled rejection or uncaught
 // exception. Failures are grouped, each group with reproductions (method, target, headers, start of
 // the body, the answer).
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
@@ -15,7 +18,7 @@ import { Models } from "../../gen/srl/v1/models_pb.js";
 import { Training } from "../../gen/srl/v1/training_pb.js";
 import { Events } from "../../gen/srl/v1/events_pb.js";
 import { restRoutes, type RestRoute } from "../../services/gateway/rest/http-rules.js";
-import { deepJson, ONE_MIB_STRING } from "../support/fuzz-json.js";
+import { anyStringArb, arbitraryJsonArb, deepJson, jsonText, ONE_MIB_STRING, type FuzzJson } from "../support/fuzz-json.js";
 import { FuzzHarness, formatFailures, histogramText, type Failure } from "../support/fuzz-harness.js";
 import { runPool, type RawResponse } from "../support/fuzz-http.js";
 import { InitGen, JsonGen, Pools } from "../support/fuzz-messages.js";
@@ -41,6 +44,15 @@ const RPC_PER_KIND: Record<RpcKind, number> = {
   "typed-grpc": 2,
 };
 const BATCH_TIMEOUT_MS = 240_000;
+const WANDB_CASES = 400;
+const SDK_DOCUMENTS = fileURLToPath(new URL("../wandb/sdk-documents/", import.meta.url));
+
+interface WandbCase {
+  method: string;
+  target: string;
+  headers: Record<string, string>;
+  body: Buffer;
+}
 /** FUZZ_VERBOSE=1 prints a few answers of each status per batch (to see what the generators reach). */
 const VERBOSE = process.env.FUZZ_VERBOSE === "1";
 
@@ -255,6 +267,59 @@ describe("Connect, gRPC-Web and gRPC fuzz: every method", () => {
       assertNoFailures(service.typeName, await rpcBatch(service.typeName, cases));
     }, BATCH_TIMEOUT_MS);
   });
+});
+
+describe("W&B API fuzz (the wandb SDK's surface)", () => {
+  const fixtures = readdirSync(SDK_DOCUMENTS).filter((f) => f.endsWith(".graphql")).map((f) => readFileSync(join(SDK_DOCUMENTS, f), "utf8"));
+
+  function wandbCases(): fc.Arbitrary<WandbCase> {
+    const a = h.targets;
+    const runNames = [...a.models.a.map((m) => m.name), ...a.models.b.map((m) => m.name), "fuzz-run", "../x", "%2e%2e", "a".repeat(300)];
+    const auth = fc.constantFrom<Record<string, string>>(
+      { authorization: `Basic ${Buffer.from(`api:${a.key.a}`).toString("base64")}` },
+      { authorization: `Basic ${Buffer.from(`api:${a.key.b}`).toString("base64")}` },
+      { authorization: `Bearer ${a.key.a}` },
+      { authorization: "Basic !!!" },
+      {},
+    );
+    const json = (value: FuzzJson) => Buffer.from(jsonText(value));
+    const graphqlBody = fc.oneof(
+      arbitraryJsonArb.map(json),
+      fc.record({ query: anyStringArb, variables: arbitraryJsonArb }).map(json),
+      fc.record({ query: fc.constantFrom(...fixtures), variables: fc.dictionary(fc.constantFrom("id", "name", "entity", "project", "entityName", "projectName", "artifactID", "input", "files", "after", "first", "digest", "aliases", "metadata", "artifactFiles", "storageLayout"), arbitraryJsonArb, { maxKeys: 6 }) }).map(json),
+      fc.constantFrom(Buffer.from("{"), Buffer.from(deepJson(5_000, "mixed")), Buffer.alloc(0)),
+    );
+    const streamBody = fc.oneof(
+      arbitraryJsonArb.map(json),
+      fc.record({ files: fc.dictionary(fc.constantFrom("wandb-history.jsonl", "wandb-summary.json", "wandb-events.jsonl", "output.log", "x"), fc.record({ offset: arbitraryJsonArb, content: fc.oneof(fc.array(anyStringArb, { maxLength: 4 }), fc.array(arbitraryJsonArb.map(jsonText), { maxLength: 4 }), arbitraryJsonArb) })), complete: arbitraryJsonArb, exitcode: arbitraryJsonArb }).map(json),
+    );
+    const segment = fc.oneof(fc.constantFrom(a.entity.a, a.entity.b, "p", "fuzz-proj", "%ZZ", "%2F"), anyStringArb.map((text) => encodeURIComponent(text).slice(0, 200) || "x"));
+    return fc.oneof(
+      fc.record({ method: fc.constant("POST"), target: fc.constant("/graphql"), headers: auth, body: graphqlBody }),
+      fc.record({ method: fc.constant("POST"), target: fc.tuple(segment, segment, fc.oneof(fc.constantFrom(...runNames).map(encodeURIComponent), segment)).map(([e, p, r]) => `/files/${e}/${p}/${r}/file_stream`), headers: auth, body: streamBody }),
+      fc.record({ method: fc.constantFrom("PUT", "GET", "HEAD", "POST"), target: fc.oneof(fc.string({ maxLength: 80 }).map((t) => `/wandb/uploads/${encodeURIComponent(t) || "x"}`), fc.string({ maxLength: 80 }).map((t) => `/wandb/files/${encodeURIComponent(t) || "x"}/f`), fc.constant("/wandb/files/eyJrIjoiZG93bmxvYWQiLCJleHAiOjk5OTk5OTk5OTk5OTl9.AAAA/x")), headers: auth, body: fc.oneof(fc.constant(Buffer.alloc(0)), anyStringArb.map((t) => Buffer.from(t))) }),
+    );
+  }
+
+  it("GraphQL (junk, and the SDK's own documents with random variables), file streams and transfer URLs", async () => {
+    const cases = fc.sample(wandbCases(), { seed: SEED + 77, numRuns: WANDB_CASES });
+    const failures: Failure[] = [];
+    const histogram = new Map<string, number>();
+    await runPool(cases, CONCURRENCY, async (c) => {
+      const req = { method: c.method, target: c.target, headers: { "content-type": "application/json", ...c.headers }, body: c.body };
+      const res = await h.http.send(req);
+      const key = res.error ? "no-answer" : String(res.status);
+      histogram.set(key, (histogram.get(key) ?? 0) + 1);
+      // Never a 5xx (the SDK retries those for minutes), and errors in JSON (the SDK reads them).
+      const json = (res.headers["content-type"] ?? "").includes("json");
+      const bad = res.error ? "no answer" : res.status >= 500 ? "a 5xx" : res.status !== 200 && !json ? "an error that is not JSON" : null;
+      if (bad) failures.push({ batch: "wandb", property: `W&B API answered ${bad}`, label: c.target.split("/")[1] ?? "", status: key, repro: h.describeRest(req, res, "raw") });
+    });
+    console.log(`fuzz wandb: ${cases.length} requests; ${histogramText(histogram)}`);
+    h.failures.push(...failures);
+    failures.push(...(await h.afterBatch("wandb")));
+    assertNoFailures("W&B API", failures);
+  }, BATCH_TIMEOUT_MS);
 });
 
 describe("REST fuzz: deleting models (last, since it removes the targets)", () => {
