@@ -1,5 +1,6 @@
 // The domain objects of one process over one database: built once here for the server and for a
 // standalone training worker, so both see the same collections the same way.
+import { readFileSync } from "node:fs";
 import type { Db } from "mongodb";
 import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
@@ -30,8 +31,8 @@ import { UrlSigner } from "../wandb/signed-urls.js";
 import { WandbRuns } from "../wandb/wandb-runs.js";
 import { ApiKeys } from "./auth/api-keys.js";
 
-/** The service's version as W&B's serverInfo reports it. */
-const SERVICE_VERSION = "0.1.0";
+/** The service's version (package.json), as W&B's serverInfo reports it. */
+const SERVICE_VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
 export async function buildServices(db: Db, config: Config, log: Logger) {
   const keys = new ApiKeys(db);

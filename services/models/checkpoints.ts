@@ -25,8 +25,8 @@ export interface CheckpointRecord {
   /** As the W&B API's `lora` artifact (services/wandb): metadata (JSON text) and extra aliases. */
   artifact_metadata?: string;
   artifact_aliases?: string[];
-  /** MD5 (base64) of each PEFT file, kept once computed: W&B's file digests. */
-  peft_md5?: { name: string; md5: string }[];
+  /** Size and MD5 (base64) of each PEFT file, kept once computed: W&B's file digests. */
+  peft_md5?: PeftFileDigest[];
 }
 
 /**
@@ -38,6 +38,12 @@ export function checkpointId(modelId: string, step: number): string {
   const h = createHash("sha1").update(`checkpoint/${modelId}/${step}`).digest("hex");
   const variant = ((parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export interface PeftFileDigest {
+  name: string;
+  size: number;
+  md5: string;
 }
 
 /** A checkpoint's adapter as bytes: the GGUF and, when written, the PEFT files by name. */
@@ -201,7 +207,7 @@ export class Checkpoints {
   }
 
   /** Sets the W&B artifact fields of a checkpoint (each when given). */
-  async setArtifactFields(checkpointId: string, fields: { metadata?: string; aliases?: string[]; peftMd5?: { name: string; md5: string }[] }): Promise<void> {
+  async setArtifactFields(checkpointId: string, fields: { metadata?: string; aliases?: string[]; peftMd5?: PeftFileDigest[] }): Promise<void> {
     const set: Partial<CheckpointRecord> = {};
     if (fields.metadata !== undefined) set.artifact_metadata = fields.metadata;
     if (fields.aliases !== undefined) set.artifact_aliases = fields.aliases;

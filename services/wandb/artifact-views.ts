@@ -141,14 +141,11 @@ export class ArtifactViews {
   private async checkpointView(model: ModelRecord, checkpoint: CheckpointRecord): Promise<ArtifactView> {
     const latest = await this.checkpoints.latest(model._id);
     const names = this.checkpoints.adapterFileNames(checkpoint).filter((name) => name !== "adapter.gguf");
-    let digests = checkpoint.peft_md5 ?? [];
-    if (names.some((name) => !digests.some((d) => d.name === name))) {
-      digests = await Promise.all(names.map(async (name) => ({ name, md5: await md5Of(await this.checkpoints.openAdapterFile(checkpoint, name)) })));
-      await this.checkpoints.setArtifactFields(checkpoint._id, { peftMd5: digests });
+    let files: ViewFile[] = checkpoint.peft_md5 ?? [];
+    if (names.some((name) => !files.some((file) => file.name === name && file.size !== undefined))) {
+      files = await Promise.all(names.map(async (name) => ({ name, ...(await digestOf(await this.checkpoints.openAdapterFile(checkpoint, name))) })));
+      await this.checkpoints.setArtifactFields(checkpoint._id, { peftMd5: files });
     }
-    const files = await Promise.all(
-      names.map(async (name) => ({ name, size: (await this.checkpoints.openAdapterFile(checkpoint, name))?.size ?? 0, md5: digests.find((d) => d.name === name)?.md5 ?? "" })),
-    );
     return {
       kind: "checkpoint",
       checkpoint,
@@ -171,7 +168,7 @@ export class ArtifactViews {
   private async artifactView(record: ArtifactRecord): Promise<ArtifactView> {
     const latest = await this.artifacts.find(record.entity, record.project, record.name, null);
     const files = await Promise.all(
-      record.files.map(async (file) => ({ name: file.name, size: file.size, md5: file.md5 ?? (await md5Of(await this.artifacts.openFile(record, file.name))) })),
+      record.files.map(async (file) => ({ name: file.name, size: file.size, md5: file.md5 ?? (await digestOf(await this.artifacts.openFile(record, file.name))).md5 })),
     );
     return {
       kind: "artifact",
@@ -192,8 +189,15 @@ export class ArtifactViews {
   }
 }
 
-async function md5Of(file: { chunks: AsyncIterable<Buffer> } | null): Promise<string> {
+/** Size and MD5 (base64) of a stored file, read through once. */
+async function digestOf(file: { chunks: AsyncIterable<Buffer> } | null): Promise<{ size: number; md5: string }> {
   const hasher = createHash("md5");
-  if (file) for await (const chunk of file.chunks) hasher.update(chunk);
-  return hasher.digest("base64");
+  let size = 0;
+  if (file) {
+    for await (const chunk of file.chunks) {
+      hasher.update(chunk);
+      size += chunk.length;
+    }
+  }
+  return { size, md5: hasher.digest("base64") };
 }

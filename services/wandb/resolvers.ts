@@ -4,7 +4,7 @@
 // artifact-objects.ts.
 import { badRequest, notFound, unimplemented } from "../core/errors.js";
 import type { ArtifactUploads } from "./artifact-uploads.js";
-import { LORA_TYPE, type ArtifactView, type ArtifactViews } from "./artifact-views.js";
+import type { ArtifactView, ArtifactViews } from "./artifact-views.js";
 import { artifactObject, artifactTypeObject, membershipObject, projectRef, sequenceObject } from "./artifact-objects.js";
 import { entityObject, parseObject, runIdOfStorageId, runObject } from "./run-objects.js";
 import type { UrlSigner } from "./signed-urls.js";
@@ -280,5 +280,3 @@ export function rootValue(deps: ResolverDeps) {
     },
   };
 }
-
-export { LORA_TYPE };
