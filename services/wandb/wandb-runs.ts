@@ -2,7 +2,7 @@
 // service's tracking runs are these runs: a model's run answers to its own id and to the model's
 // name (ART resumes `id=model.name`), so what the SDK logs lands in the history the console and
 // `/v1/preview/runs/{id}/metrics` show. Other ids make runs of their own (no model).
-import { conflict } from "../core/errors.js";
+import { badRequest, conflict } from "../core/errors.js";
 import type { ModelRegistry } from "../models/registry.js";
 import { Runs, type RunRecord } from "../models/runs.js";
 import { historyMetrics, summaryNumbers } from "./history-rows.js";
@@ -39,7 +39,7 @@ export class WandbRuns {
   /** `upsertBucket`: the run, created when new, with the attributes the SDK sent. */
   async upsert(entity: string, project: string, id: string | null, attributes: RunAttributes): Promise<{ found: WandbRun; inserted: boolean }> {
     const runId = id ?? Runs.newRunId();
-    if (!RUN_ID.test(runId)) throw conflict(`run id "${runId}" may hold only letters, digits, '-', '_' and '.' (at most 128)`);
+    if (!RUN_ID.test(runId)) throw badRequest(`run id "${runId}" may hold only letters, digits, '-', '_' and '.' (at most 128)`);
     let found = await this.find(entity, project, runId);
     let inserted = false;
     if (!found) {
