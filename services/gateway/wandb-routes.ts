@@ -6,30 +6,19 @@
 // `api:<key>`; errors are answered with statuses the SDK does not retry (4xx), so a request that
 // is not served fails at once with the message.
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { ApiError, isDatabaseUnavailable } from "../core/errors.js";
+import { badRequest, toConnectError } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
 import type { WandbApi } from "../wandb/api.js";
 import type { ApiKeys } from "./auth/api-keys.js";
 import { authenticate } from "./auth/authenticate.js";
 import { writeJson } from "./http-boundary.js";
+import { httpStatusOf } from "./rest/error-response.js";
 import { BodyTooLarge, readBody } from "./rest/read-body.js";
 import { decodeSegment, requestTarget } from "./request-target.js";
 
 type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type Request = Parameters<NodeHandler>[0];
 type Response = Parameters<NodeHandler>[1];
-
-const STATUS: Partial<Record<ApiError["kind"], number>> = {
-  validation: 400,
-  bad_request: 400,
-  unauthenticated: 401,
-  permission_denied: 403,
-  not_found: 404,
-  conflict: 409,
-  overloaded: 429,
-  unavailable: 503,
-  unimplemented: 501,
-};
 
 export interface WandbRouteOptions {
   api: WandbApi;
@@ -85,9 +74,12 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
         }
       }
     } catch (error) {
-      status = statusOf(error);
+      // The one error mapping (core/errors.ts, then REST's statuses), in W&B's body shapes.
+      const mapped = toConnectError(error);
+      status = error instanceof BodyTooLarge ? 413 : httpStatusOf(mapped);
       if (status >= 500) log.error("wandb api request failed", { path: route.kind, error });
-      writeJson(res, status, { errors: [{ message: messageOf(error, status) }], error: messageOf(error, status) }, status === 401 ? { "www-authenticate": 'Basic realm="wandb"' } : {});
+      const message = status === 500 ? "Internal Server Error" : mapped.rawMessage;
+      writeJson(res, status, { errors: [{ message }], error: message }, status === 401 ? { "www-authenticate": 'Basic realm="wandb"' } : {});
     }
     log.info("request", { protocol: "wandb", route: route.kind, method: verb, status, duration_ms: Math.round(performance.now() - started) });
     return true;
@@ -130,18 +122,6 @@ function parseJson(raw: Buffer): unknown {
   try {
     return JSON.parse(raw.toString("utf8"));
   } catch {
-    throw new ApiError("bad_request", "the request body is not JSON");
+    throw badRequest("the request body is not JSON");
   }
-}
-
-function statusOf(error: unknown): number {
-  if (error instanceof BodyTooLarge) return 413;
-  if (error instanceof ApiError) return STATUS[error.kind] ?? 500;
-  if (isDatabaseUnavailable(error)) return 503;
-  return 500;
-}
-
-function messageOf(error: unknown, status: number): string {
-  if (status === 500) return "Internal Server Error";
-  return error instanceof Error ? error.message : String(error);
 }

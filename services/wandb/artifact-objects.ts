@@ -36,12 +36,13 @@ export function artifactTypeObject(entity: string, project: string, type: string
 }
 
 export function fileObject(deps: ResolverDeps, view: ArtifactView, file: ArtifactView["files"][number]) {
+  const url = downloadUrl(deps, view, file.name);
   return {
     id: b64(`File:${view.id}/${file.name}`),
     name: file.name,
     displayName: file.name.split("/").pop() ?? file.name,
-    url: downloadUrl(deps, view, file.name),
-    directUrl: downloadUrl(deps, view, file.name),
+    url,
+    directUrl: url,
     uploadUrl: null,
     uploadHeaders: [],
     uploadMultipartUrls: null,
@@ -102,6 +103,7 @@ export function membershipObject(deps: ResolverDeps, view: ArtifactView) {
 export function artifactObject(deps: ResolverDeps, view: ArtifactView) {
   const sequence = sequenceObject(deps, view);
   const size = view.files.reduce((sum, file) => sum + file.size, 0);
+  const manifest = manifestUrl(deps, view);
   return {
     id: view.id,
     artifactSequence: sequence,
@@ -123,7 +125,7 @@ export function artifactObject(deps: ResolverDeps, view: ArtifactView) {
     aliases: view.aliases.map((alias) => ({ id: b64(`ArtifactAlias:${view.id}/${alias}`), alias, artifactCollection: sequence })),
     currentManifest: {
       id: b64(`ArtifactManifest:${view.id}`),
-      file: { id: b64(`File:${view.id}/wandb_manifest.json`), name: "wandb_manifest.json", displayName: "wandb_manifest.json", url: manifestUrl(deps, view), directUrl: manifestUrl(deps, view), uploadUrl: null, uploadHeaders: [], sizeBytes: manifestJson(view).length },
+      file: { id: b64(`File:${view.id}/wandb_manifest.json`), name: "wandb_manifest.json", displayName: "wandb_manifest.json", url: manifest, directUrl: manifest, uploadUrl: null, uploadHeaders: [], sizeBytes: manifestJson(view).length },
     },
     files: (args: { names?: string[] | null; after?: string | null; first?: number | null }) => {
       const files = args.names ? view.files.filter((file) => args.names?.includes(file.name)) : view.files;

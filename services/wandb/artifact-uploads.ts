@@ -12,7 +12,7 @@ import type { ArtifactFile, Artifacts } from "../artifacts/store.js";
 import { badRequest, conflict, notFound } from "../core/errors.js";
 import type { ModelRecord, ModelRegistry } from "../models/registry.js";
 import type { Blobs } from "../store/blobs.js";
-import { artifactGraphqlId, decodeArtifactId, LORA_TYPE, type ArtifactView, type ArtifactViews } from "./artifact-views.js";
+import { artifactGraphqlId, checkpointGraphqlId, decodeArtifactId, LORA_TYPE, type ArtifactView, type ArtifactViews } from "./artifact-views.js";
 
 export interface PendingArtifact {
   _id: string;
@@ -57,10 +57,6 @@ export class ArtifactUploads {
     this.pending = db.collection<PendingArtifact>("wandb_pending_artifacts");
   }
 
-  async ensureIndexes(): Promise<void> {
-    // Lookups are by _id only.
-  }
-
   /** `createArtifact`: a committed version with the same digest, or a new pending one. */
   async create(input: {
     entity: string;
@@ -82,8 +78,8 @@ export class ArtifactUploads {
     if (input.type !== LORA_TYPE) {
       const same = await this.artifacts.findByDigest(input.entity, input.project, input.name, input.digest);
       if (same) {
-        const view = await this.views.byId(input.entity, artifactGraphqlId(same._id));
-        if (view) return { view: input.aliases.length > 0 ? await this.views.update(view, { aliases: [...new Set([...(same.aliases ?? []), ...input.aliases])] }) : view };
+        const view = await this.views.artifactView(same);
+        return { view: input.aliases.length > 0 ? await this.views.update(view, { aliases: [...new Set([...(same.aliases ?? []), ...input.aliases])] }) : view };
       }
     }
     const record: PendingArtifact = {
@@ -188,7 +184,7 @@ export class ArtifactUploads {
       for (const file of files) peft[file.name.split("/").pop() as string] = await this.blobs.get(file.blob_id);
       const step = record.aliases.map((alias) => /^step(\d+)$/.exec(alias)).find((match) => match !== null);
       const { checkpointId } = await this.importCheckpoint(model, step ? Number(step[1]) : null, peft, record.metadata);
-      committedAs = Buffer.from(`Artifact:ckpt:${checkpointId}`).toString("base64");
+      committedAs = checkpointGraphqlId(checkpointId);
     } else {
       const stored = await this.artifacts.insertVersion({
         _id: record._id,

@@ -51,7 +51,7 @@ export function decodeArtifactId(id: string): string | null {
 }
 
 export const artifactGraphqlId = (artifactId: string) => encodeId(artifactId);
-const checkpointGraphqlId = (checkpointId: string) => encodeId(`ckpt:${checkpointId}`);
+export const checkpointGraphqlId = (checkpointId: string) => encodeId(`ckpt:${checkpointId}`);
 
 /** A version selector after the colon: `v3`, `latest`, `step3` or any alias. */
 export type Selector = string;
@@ -74,12 +74,12 @@ export class ArtifactViews {
     if (model) {
       const step = /^(?:v|step)(\d+)$/.exec(selector);
       const checkpoint = selector === "latest" ? await this.checkpoints.latest(model._id) : step ? await this.checkpoints.atStep(model._id, Number(step[1])) : await this.checkpointWithAlias(model, selector);
-      return checkpoint && checkpoint.adapter_blob_id ? this.checkpointView(model, checkpoint) : null;
+      return checkpoint && checkpoint.adapter_blob_id ? this.checkpointView(model, checkpoint, selector === "latest" ? checkpoint._id : undefined) : null;
     }
     const version = /^v(\d+)$/.exec(selector);
     const record = version ? await this.artifacts.find(entity, project, name, Number(version[1])) : await this.artifacts.findByAlias(entity, project, name, selector);
     if (!record || (type !== null && record.type !== type)) return null;
-    return this.artifactView(record);
+    return this.artifactView(record, selector === "latest" ? record._id : undefined);
   }
 
   async byId(entity: string, id: string): Promise<ArtifactView | null> {
@@ -99,17 +99,19 @@ export class ArtifactViews {
     const model = await this.modelOf(entity, project, name, type);
     if (model) {
       const views: ArtifactView[] = [];
+      const latestId = (await this.checkpoints.latest(model._id))?._id ?? null;
       let after: string | undefined;
       for (;;) {
         const page = await this.checkpoints.list(model._id, { after, limit: 100, order: "asc" });
-        for (const checkpoint of page.items) if (checkpoint.adapter_blob_id) views.push(await this.checkpointView(model, checkpoint));
+        for (const checkpoint of page.items) if (checkpoint.adapter_blob_id) views.push(await this.checkpointView(model, checkpoint, latestId));
         if (!page.hasMore || page.items.length === 0) break;
         after = page.items[page.items.length - 1]?._id;
       }
       return views;
     }
     const records = await this.artifacts.versions(entity, project, name);
-    return Promise.all(records.filter((r) => type === null || r.type === type).map((r) => this.artifactView(r)));
+    const latestId = records.at(-1)?._id ?? null;
+    return Promise.all(records.filter((r) => type === null || r.type === type).map((r) => this.artifactView(r, latestId)));
   }
 
   async collectionType(entity: string, project: string, name: string): Promise<string | null> {
@@ -138,8 +140,9 @@ export class ArtifactViews {
     return null;
   }
 
-  private async checkpointView(model: ModelRecord, checkpoint: CheckpointRecord): Promise<ArtifactView> {
-    const latest = await this.checkpoints.latest(model._id);
+  /** latestId: the newest checkpoint's id when the caller has it (a listing), else looked up. */
+  private async checkpointView(model: ModelRecord, checkpoint: CheckpointRecord, latestId?: string | null): Promise<ArtifactView> {
+    const latest = latestId !== undefined ? latestId : ((await this.checkpoints.latest(model._id))?._id ?? null);
     const names = this.checkpoints.adapterFileNames(checkpoint).filter((name) => name !== "adapter.gguf");
     let files: ViewFile[] = checkpoint.peft_md5 ?? [];
     if (names.some((name) => !files.some((file) => file.name === name && file.size !== undefined))) {
@@ -156,7 +159,7 @@ export class ArtifactViews {
       name: model.name,
       type: LORA_TYPE,
       versionIndex: checkpoint.step,
-      aliases: [...new Set([`step${checkpoint.step}`, ...(checkpoint.artifact_aliases ?? []), ...(latest?._id === checkpoint._id ? ["latest"] : [])])],
+      aliases: [...new Set([`step${checkpoint.step}`, ...(checkpoint.artifact_aliases ?? []), ...(latest === checkpoint._id ? ["latest"] : [])])],
       metadata: checkpoint.artifact_metadata ?? "{}",
       description: null,
       createdAt: checkpoint.created_at,
@@ -165,8 +168,9 @@ export class ArtifactViews {
     };
   }
 
-  private async artifactView(record: ArtifactRecord): Promise<ArtifactView> {
-    const latest = await this.artifacts.find(record.entity, record.project, record.name, null);
+  /** A version of the artifact store as a view; latestId as for checkpointView. */
+  async artifactView(record: ArtifactRecord, latestId?: string | null): Promise<ArtifactView> {
+    const latest = latestId !== undefined ? latestId : ((await this.artifacts.find(record.entity, record.project, record.name, null))?._id ?? null);
     const files = await Promise.all(
       record.files.map(async (file) => ({ name: file.name, size: file.size, md5: file.md5 ?? (await digestOf(await this.artifacts.openFile(record, file.name))).md5 })),
     );
@@ -179,7 +183,7 @@ export class ArtifactViews {
       name: record.name,
       type: record.type,
       versionIndex: record.version,
-      aliases: [...new Set([...(record.aliases ?? []).filter((alias) => alias !== "latest"), ...(latest?._id === record._id ? ["latest"] : [])])],
+      aliases: [...new Set([...(record.aliases ?? []).filter((alias) => alias !== "latest"), ...(latest === record._id ? ["latest"] : [])])],
       metadata: record.metadata ?? "{}",
       description: record.description ?? null,
       createdAt: record.created_at,

@@ -4,7 +4,7 @@
 // artifact-objects.ts.
 import { badRequest, notFound, unimplemented } from "../core/errors.js";
 import type { ArtifactUploads } from "./artifact-uploads.js";
-import type { ArtifactView, ArtifactViews } from "./artifact-views.js";
+import { artifactGraphqlId, type ArtifactView, type ArtifactViews } from "./artifact-views.js";
 import { artifactObject, artifactTypeObject, membershipObject, projectRef, sequenceObject } from "./artifact-objects.js";
 import { entityObject, parseObject, runIdOfStorageId, runObject } from "./run-objects.js";
 import type { UrlSigner } from "./signed-urls.js";
@@ -67,11 +67,10 @@ export function rootValue(deps: ResolverDeps) {
     return deps.views.byName(entity, projectName, name, selector, type);
   };
 
+  /** A collection, or null when it has no version; its versions are listed only when asked for. */
   const collectionOf = async (entity: string, projectName: string, name: string, type: string | null) => {
-    const versions = await deps.views.versions(entity, projectName, name, type);
-    const first = versions[0];
-    if (!first) return null;
-    return sequenceObject(deps, first);
+    const newest = await deps.views.byName(entity, projectName, name, "latest", type);
+    return newest ? sequenceObject(deps, newest) : null;
   };
 
   const artifactTypeOf = async (entity: string, projectName: string, type: string) => ({
@@ -204,7 +203,7 @@ export function rootValue(deps: ResolverDeps) {
       });
       if ("view" in created) return { artifact: artifactObject(deps, created.view) };
       const pending = created.pending;
-      return { artifact: pendingObject(pending, Buffer.from(`Artifact:${pending._id}`).toString("base64")) };
+      return { artifact: pendingObject(pending, artifactGraphqlId(pending._id)) };
     },
     createArtifactManifest: async ({ input }: { input: Args }) => {
       const pending = await deps.uploads.checkFiles(deps.entity, String(input.artifactID), []);
@@ -214,7 +213,7 @@ export function rootValue(deps: ResolverDeps) {
       const id = Buffer.from(String(input.artifactManifestID), "base64").toString("utf8");
       if (!id.startsWith("ArtifactManifest:")) throw notFound("unknown artifact manifest");
       const pendingId = id.slice("ArtifactManifest:".length);
-      await deps.uploads.checkFiles(deps.entity, b64(`Artifact:${pendingId}`), []);
+      await deps.uploads.checkFiles(deps.entity, artifactGraphqlId(pendingId), []);
       return { artifactManifest: manifestObject(pendingId, "wandb_manifest.json") };
     },
     createArtifactFiles: async ({ input }: { input: Args }) => {

@@ -54,13 +54,18 @@ export function restError(error: ConnectError, options: { output?: DescMessage; 
     (body.error as JsonObject).param = paramOf(detail[0]);
     return { status: 400, body: { ...body, detail }, headers };
   }
-  const status = statusOfCode[error.code] ?? 500;
+  const status = httpStatusOf(error);
   if (status === 401) headers["www-authenticate"] = "Bearer";
   if (status === 429 || status === 503) headers["retry-after"] = "1";
   const [report] = options.output ? error.findDetails(options.output) : [];
   if (options.output && report) return { status, body: encodeMessage(options.output, report), headers };
   const message = status === 500 ? "Internal Server Error" : error.rawMessage;
   return { status, body: messageBody(status, message, options.openai), headers };
+}
+
+/** The HTTP status of a ConnectError (500 for codes without one). */
+export function httpStatusOf(error: ConnectError): number {
+  return statusOfCode[error.code] ?? 500;
 }
 
 /** The body of an error that is only a message, in the route's shape. */
