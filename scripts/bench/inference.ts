@@ -1,91 +1,141 @@
-// `npm run bench:inference`: tokens/s and time to first token at concurrency 1, 4 and 8 through the
-// REST API (streamed, as clients use it), then the same workload on node-llama-cpp directly, and
-// the ratio between them (our overhead). Uses the built-in tiny model and its own database.
+// `npm run bench:inference`: streamed chat completions (greedy, BENCH_TOKENS tokens with
+// ignore_eos) at concurrency 1, 4, 8 and 16 on three systems with the same GGUF:
+// - API: this service through its REST API, as clients use it;
+// - llama-server: llama.cpp's own server, built from the llama.cpp source node-llama-cpp ships;
+// - direct: node-llama-cpp driven in-process (no gateway, IPC, JSON or HTTP).
+// Tokens/s and time to first token p50/p95 per level, and the ratios API / llama-server and
+// API / direct. BENCH_RUNS runs (default 3), interleaved (the order rotates per run) so drift on
+// a shared machine hits every column alike; a table per run, then the medians.
+// BENCH_MODEL=path: a real GGUF (default: the built-in tiny model). BENCH_THREADS=N: the same
+// llama.cpp threads everywhere; unset: each system's own defaults (the service's rule,
+// also used for direct; llama-server's own). Uses its own database.
 import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
 import { startEmbeddedDatabase } from "../../services/store/launcher.js";
 import { connectDatabase } from "../../services/store/mongo.js";
 import { startServerProcess } from "../../test/support/server-process.js";
+import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
+import { levelFigures, median, type LevelFigures } from "./stats.js";
+import { streamChat } from "./stream-client.js";
 
-const LEVELS = [1, 4, 8];
+const LEVELS = [1, 4, 8, 16];
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 128);
-const THREADS = Number(process.env.ENGINE_THREADS || Math.max(1, cpus().length - 1));
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const SEQUENCES = 8; // the service's ENGINE_SEQUENCES default, and llama-server's slots with BENCH_THREADS
+const THREADS = process.env.BENCH_THREADS ? Number(process.env.BENCH_THREADS) : null;
+const MODEL_FILE = process.env.BENCH_MODEL ? resolve(process.env.BENCH_MODEL) : null;
+const SYSTEMS = ["API", "llama-server", "direct"] as const;
+type System = (typeof SYSTEMS)[number];
+type RunFigures = Record<System, Record<number, LevelFigures>>;
 
+const binaries = await llamaServerBinaries();
 const dataDir = await mkdtemp(join(tmpdir(), "srl-bench-"));
 const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
-const server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: "bench", ENGINE_THREADS: String(THREADS), ENGINE_SEQUENCES: "8", LOG_LEVEL: "warn" });
+const server = await startServerProcess({
+  DATA_DIR: dataDir,
+  MONGODB_URI: database.uri,
+  MONGODB_DB: "bench",
+  LOG_LEVEL: "warn",
+  ENGINE_SEQUENCES: String(SEQUENCES),
+  ...(THREADS ? { ENGINE_THREADS: String(THREADS) } : {}),
+  ...(MODEL_FILE ? { BASE_MODELS: `bench=${MODEL_FILE}` } : {}),
+});
+const modelName = MODEL_FILE ? "bench" : "tiny-chat";
+const modelFile = MODEL_FILE ?? join(dataDir, "models", "tiny-chat.gguf");
+let llamaServer: LlamaServer | undefined;
 try {
   const db = await connectDatabase(database.uri, "bench");
   const key = (await new ApiKeys(db.db).create("bench")).key;
   await db.close();
+  await streamChat({ url: server.url, key, model: modelName, prompt: "Warm up", maxTokens: 8 }); // loads the model and a context (and writes tiny-chat.gguf)
 
-  const stream = async (index: number) => {
-    const started = performance.now();
-    const response = await fetch(`${server.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: `Story number ${index}` }], temperature: 0.8, seed: index, max_tokens: TOKENS, ignore_eos: true, stream: true, stream_options: { include_usage: true } }),
-    });
-    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-    const decoder = new TextDecoder();
-    let text = "";
-    let first = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value);
-      if (!first && text.includes('"content":"') && /"token_ids"|"content":"[^"]/.test(text.split("\n\n").slice(1).join(""))) first = performance.now() - started;
+  llamaServer = await startLlamaServer(binaries, modelFile, THREADS ? ["-t", String(THREADS), "-np", String(SEQUENCES)] : []);
+  const serverUrl = llamaServer.url;
+  await streamChat({ url: serverUrl, key: null, model: modelName, prompt: "Warm up", maxTokens: 8 });
+
+  const overHttp = async (url: string, key: string | null) => {
+    const figures: Record<number, LevelFigures> = {};
+    for (const level of LEVELS) {
+      const started = performance.now();
+      const runs = await Promise.all(Array.from({ length: level }, (_, i) => streamChat({ url, key, model: modelName, prompt: `Story number ${i + 1}`, maxTokens: TOKENS })));
+      figures[level] = levelFigures(runs, (performance.now() - started) / 1000);
     }
-    const usage = /"completion_tokens":(\d+)/.exec(text.slice(text.lastIndexOf('"usage":{')));
-    return { tokens: Number(usage?.[1] ?? 0), first };
+    return figures;
   };
+  let directThreads = 0;
+  const direct = async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", join(import.meta.dirname, "direct-llama.ts"), modelFile, String(THREADS ?? 0), String(SEQUENCES), String(TOKENS), ...LEVELS.map(String)], {
+      env: { ...process.env, UV_THREADPOOL_SIZE: "1" },
+      maxBuffer: 16 * 2 ** 20,
+    });
+    const raw = JSON.parse(stdout.trim().split("\n").pop() as string) as { threads: number; results: Record<number, { runs: { tokens: number; ttftMs: number }[]; seconds: number }> };
+    directThreads = raw.threads;
+    const figures: Record<number, LevelFigures> = {};
+    for (const level of LEVELS) figures[level] = levelFigures(raw.results[level]!.runs, raw.results[level]!.seconds);
+    return figures;
+  };
+  const measure: Record<System, () => Promise<Record<number, LevelFigures>>> = { API: () => overHttp(server.url, key), "llama-server": () => overHttp(serverUrl, null), direct };
 
-  await stream(0); // load the model and a context
-  const api: Record<number, { tokensPerSecond: number; ttftMs: number }> = {};
-  for (const level of LEVELS) {
-    const started = performance.now();
-    const runs = await Promise.all(Array.from({ length: level }, (_, i) => stream(i + 1)));
-    const seconds = (performance.now() - started) / 1000;
-    api[level] = { tokensPerSecond: runs.reduce((a, r) => a + r.tokens, 0) / seconds, ttftMs: runs.reduce((a, r) => a + r.first, 0) / runs.length };
+  const threadsText = THREADS ? `${THREADS} llama.cpp threads everywhere, ${SEQUENCES} sequences/slots` : `each system's defaults (service: ENGINE_THREADS and ENGINE_SEQUENCES unset; direct: the service's thread rule; llama-server: no -t/-np/-c)`;
+  console.log(`inference benchmark: ${modelName} (${modelFile}), ${TOKENS} tokens per request (greedy, ignore_eos, streamed), ${threadsText}, ${cpus().length} cores, ${RUNS} interleaved runs`);
+  const all: RunFigures[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    const figures = {} as RunFigures;
+    const order = SYSTEMS.map((_, i) => SYSTEMS[(i + run) % SYSTEMS.length] as System);
+    for (const system of order) figures[system] = await measure[system]();
+    all.push(figures);
+    printTable(`run ${run + 1}/${RUNS} (order: ${order.join(", ")})`, figures);
   }
+  const medians = {} as RunFigures;
+  for (const system of SYSTEMS) {
+    medians[system] = {};
+    for (const level of LEVELS) {
+      const of = (pick: (f: LevelFigures) => number) => median(all.map((figures) => pick(figures[system][level] as LevelFigures)));
+      medians[system][level] = { tokensPerSecond: of((f) => f.tokensPerSecond), ttftP50Ms: of((f) => f.ttftP50Ms), ttftP95Ms: of((f) => f.ttftP95Ms) };
+    }
+  }
+  printTable(`median of ${RUNS} runs (service's and direct's llama.cpp threads: ${directThreads})`, medians);
+  await prefixCache(server.url, key, modelName);
+} finally {
+  await llamaServer?.stop();
+  await server.stop();
+  await database.stop();
+  await rm(dataDir, { recursive: true, force: true });
+}
 
-  // Prefix cache: the same long prompt twice in one cache_salt, then once in another salt.
+function printTable(title: string, figures: RunFigures): void {
+  const cell = (f: LevelFigures) => `${f.tokensPerSecond.toFixed(1).padStart(6)} ${f.ttftP50Ms.toFixed(0).padStart(5)} ${f.ttftP95Ms.toFixed(0).padStart(5)}`;
+  console.log(`\n${title}: tok/s, time to first token p50 and p95 (ms)`);
+  console.log("conc |    API tok/s p50 p95 | llama-server tok/s p50 p95 | direct tok/s p50 p95 | API/llama-server | API/direct | TTFT p50 API - llama-server");
+  for (const level of LEVELS) {
+    const api = figures.API[level] as LevelFigures;
+    const reference = figures["llama-server"][level] as LevelFigures;
+    const direct = figures.direct[level] as LevelFigures;
+    console.log(
+      `${String(level).padStart(4)} | ${cell(api).padStart(20)} | ${cell(reference).padStart(26)} | ${cell(direct).padStart(20)} | ${(api.tokensPerSecond / reference.tokensPerSecond).toFixed(2).padStart(16)} | ${(api.tokensPerSecond / direct.tokensPerSecond).toFixed(2).padStart(10)} | ${(api.ttftP50Ms - reference.ttftP50Ms).toFixed(0).padStart(6)} ms`,
+    );
+  }
+}
+
+/** The same long prompt twice in one cache_salt, then once in another salt: what the prefix cache saves. */
+async function prefixCache(url: string, key: string, model: string): Promise<void> {
   const longPrompt = "Context: " + "the quick brown fox jumps over the lazy dog. ".repeat(40);
-  const timeToFirstToken = async (salt: string) => {
+  const once = async (salt: string) => {
     const started = performance.now();
-    const response = await fetch(`${server.url}/v1/chat/completions`, {
+    const response = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: longPrompt }], max_tokens: 1, temperature: 0, cache_salt: salt }),
+      body: JSON.stringify({ model, messages: [{ role: "user", content: longPrompt }], max_tokens: 1, temperature: 0, cache_salt: salt }),
     });
     const body = (await response.json()) as { usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } } };
     return { ms: performance.now() - started, prompt: body.usage.prompt_tokens, cached: body.usage.prompt_tokens_details.cached_tokens };
   };
-  const cold = await timeToFirstToken("bench-a");
-  const warm = await timeToFirstToken("bench-a");
-  const otherSalt = await timeToFirstToken("bench-b");
-
-  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", join(import.meta.dirname, "direct-llama.ts"), join(dataDir, "models", "tiny-chat.gguf"), String(THREADS), String(TOKENS), ...LEVELS.map(String)], {
-    env: { ...process.env, UV_THREADPOOL_SIZE: "1" },
-  });
-  const direct = JSON.parse(stdout.trim().split("\n").pop() as string) as Record<number, { tokensPerSecond: number; ttftMs: number }>;
-
-  console.log(`inference benchmark: tiny-chat, ${TOKENS} tokens per request, ${THREADS} llama.cpp threads, ${cpus().length} cores`);
-  console.log("concurrency | API tok/s | API TTFT ms | direct tok/s | direct TTFT ms | API/direct");
-  for (const level of LEVELS) {
-    const a = api[level] as { tokensPerSecond: number; ttftMs: number };
-    const d = direct[level] as { tokensPerSecond: number; ttftMs: number };
-    console.log(
-      `${String(level).padStart(11)} | ${a.tokensPerSecond.toFixed(0).padStart(9)} | ${a.ttftMs.toFixed(1).padStart(11)} | ${d.tokensPerSecond.toFixed(0).padStart(12)} | ${d.ttftMs.toFixed(1).padStart(14)} | ${(a.tokensPerSecond / d.tokensPerSecond).toFixed(2).padStart(10)}`,
-    );
-  }
-  console.log(`prefix cache (${cold.prompt}-token prompt, one token out): first ${cold.ms.toFixed(1)} ms (cached ${cold.cached}), again ${warm.ms.toFixed(1)} ms (cached ${warm.cached}), other cache_salt ${otherSalt.ms.toFixed(1)} ms (cached ${otherSalt.cached}); speed-up x${(cold.ms / warm.ms).toFixed(2)}`);
-} finally {
-  await server.stop();
-  await database.stop();
-  await rm(dataDir, { recursive: true, force: true });
+  const cold = await once("bench-a");
+  const warm = await once("bench-a");
+  const other = await once("bench-b");
+  console.log(`\nAPI prefix cache (${cold.prompt}-token prompt, one token out): first ${cold.ms.toFixed(1)} ms (cached ${cold.cached}), again ${warm.ms.toFixed(1)} ms (cached ${warm.cached}), other cache_salt ${other.ms.toFixed(1)} ms (cached ${other.cached}); speed-up x${(cold.ms / warm.ms).toFixed(2)}`);
 }

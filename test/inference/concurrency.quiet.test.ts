@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => isolated?.stop());
 
-async function stream(index: number, tokens: number): Promise<number> {
+async function stream(index: number, tokens: number, onFirstText?: () => void): Promise<number> {
   const chunks = await client.chat.completions.create({
     model: "tiny-chat",
     messages: [{ role: "user", content: `Story number ${index}` }],
@@ -28,7 +28,10 @@ async function stream(index: number, tokens: number): Promise<number> {
     ...({ ignore_eos: true } as Record<string, unknown>),
   });
   let completion = 0;
-  for await (const chunk of chunks) completion = chunk.usage?.completion_tokens ?? completion;
+  for await (const chunk of chunks) {
+    if (chunk.choices[0]?.delta.content) onFirstText?.();
+    completion = chunk.usage?.completion_tokens ?? completion;
+  }
   return completion;
 }
 
@@ -51,5 +54,26 @@ describe("concurrent streams", () => {
     const [bestSequential, bestConcurrent] = [Math.min(...sequential), Math.min(...concurrent)];
     process.stdout.write(`tokens/s (best of 5 rounds): one stream at a time ${rate(bestSequential).toFixed(0)}, eight at once ${rate(bestConcurrent).toFixed(0)} (x${(bestSequential / bestConcurrent).toFixed(2)})\n`);
     expect(bestConcurrent).toBeLessThan(bestSequential);
+  });
+
+  it("a request arriving while seven others stream is admitted between two decode steps, not after them", async () => {
+    // Every sequence holds an earlier request's tokens, so the newcomer's sequence is cleared
+    // first, which needs the context between two decode steps (patches/node-llama-cpp+3.22.1.patch:
+    // the decode loop used to keep it while any sequence kept generating).
+    await Promise.all(Array.from({ length: 8 }, (_, i) => stream(900 + i, 4)));
+    const streaming: Promise<void>[] = [];
+    const finishedAt: number[] = [];
+    const long = Array.from({ length: 7 }, (_, i) => {
+      let started!: () => void;
+      streaming.push(new Promise<void>((resolve) => (started = resolve)));
+      return stream(1000 + i, 800, () => started()).then((count) => (finishedAt.push(performance.now()), count));
+    });
+    await Promise.all(streaming);
+    const arrived = performance.now();
+    expect(await stream(2000, 4)).toBe(4);
+    const answered = performance.now();
+    expect(finishedAt).toEqual([]);
+    expect(await Promise.all(long)).toEqual(Array(7).fill(800));
+    process.stdout.write(`newcomer answered in ${(answered - arrived).toFixed(0)} ms; the seven streams ended ${(Math.min(...finishedAt) - arrived).toFixed(0)} ms after it arrived\n`);
   });
 });

@@ -108,7 +108,7 @@ export class EngineClient {
     this.child = child;
     this.ready = new Promise<void>((resolve, reject) => {
       child.once("error", reject);
-      child.on("message", (message: EngineToGateway) => {
+      const receive = (message: EngineToGateway) => {
         if (message.type === "ready") return resolve();
         if (message.type === "described") {
           if (message.error !== null) this.log.warn("could not describe base model", { error: message.error });
@@ -118,7 +118,8 @@ export class EngineClient {
         if (!request) return;
         if (message.type === "failed") request.fail(engineError(message.kind, message.message));
         else request.push(message);
-      });
+      };
+      child.on("message", (batch: EngineToGateway[]) => batch.forEach(receive));
       child.once("exit", (code, signal) => {
         this.child = undefined;
         this.ready = undefined;
@@ -138,7 +139,7 @@ export class EngineClient {
         }
       });
     });
-    this.log.info("inference engine starting", { pid: child.pid, threads: this.settings.threads || "cores - 1" });
+    this.log.info("inference engine starting", { pid: child.pid, threads: this.settings.threads || "per model" });
     return this.ready;
   }
 

@@ -90,6 +90,7 @@ export interface TokenLogprobOut {
 
 export type PromptLogprobOut = Record<string, { logprob: number; rank: number; decoded_token: string }> | null;
 
+/** The engine's messages travel in batches: each IPC message is an array of these. */
 export type EngineToGateway =
   | { type: "ready" }
   | {

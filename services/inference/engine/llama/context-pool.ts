@@ -8,10 +8,18 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import type { Logger } from "../../../core/logger.js";
 import { estimateContextBytes, type ContextSizes } from "./context-size.js";
 import { EngineRequestError } from "./errors.js";
+import { threadsFor } from "./threads.js";
 
 export interface PooledSequence {
   sequence: LlamaContextSequence;
   salt: string | null;
+}
+
+/** Sequences taken for one request: `cached` prompt tokens each already holds, once `prepared`. */
+export interface Lease {
+  sequences: PooledSequence[];
+  cached: number[];
+  prepared: Promise<void>;
 }
 
 interface Pool {
@@ -41,7 +49,7 @@ export class ContextPools {
    * Takes `n` free sequences of the (model, adapter) context, creating or evicting contexts as
    * needed; null when they are all busy (the caller waits for a release).
    */
-  async take(model: LlamaModel, modelKey: string, adapterPath: string | null, n: number, salt: string | null, prompt: readonly Token[]): Promise<{ sequences: PooledSequence[]; cached: number[] } | null> {
+  async take(model: LlamaModel, modelKey: string, adapterPath: string | null, n: number, salt: string | null, prompt: readonly Token[]): Promise<Lease | null> {
     const key = `${modelKey}\u0000${adapterPath ?? ""}`;
     let pool = this.pools.get(key);
     if (!pool) {
@@ -71,15 +79,19 @@ export class ContextPools {
     pool.busy += n;
     pool.lastUsed = Date.now();
     const cached: number[] = [];
+    const erasures: Promise<void>[] = [];
     for (const { item, shared } of ranked) {
       // Keep at least the last prompt token to evaluate: its logits give the first output token.
       const keep = Math.min(shared, prompt.length - 1);
-      if (keep > 0 && item.sequence.nextTokenIndex > keep) await item.sequence.eraseContextTokenRanges([{ start: keep, end: item.sequence.nextTokenIndex }]);
-      else if (keep === 0) await item.sequence.clearHistory();
+      const end = item.sequence.nextTokenIndex;
+      if (keep > 0 && end > keep) erasures.push(item.sequence.eraseContextTokenRanges([{ start: keep, end }]));
+      else if (keep === 0 && end > 0) erasures.push(item.sequence.clearHistory());
       item.salt = salt;
       cached.push(keep);
     }
-    return { sequences: ranked.map((r) => r.item), cached };
+    // Erasing waits for the context between two batches; the admission of the next request does
+    // not wait for it (the caller awaits `prepared` before evaluating).
+    return { sequences: ranked.map((r) => r.item), cached, prepared: Promise.all(erasures).then(() => undefined) };
   }
 
   release(modelKey: string, adapterPath: string | null, sequences: PooledSequence[]): void {
@@ -94,16 +106,17 @@ export class ContextPools {
   private async create(key: string, model: LlamaModel, adapterPath: string | null, bytes: number, contextSize: number): Promise<void> {
     const creation = (async () => {
       // node-llama-cpp's contextSize is per sequence: llama.cpp gets contextSize x sequences cells.
+      const threads = threadsFor(this.settings.threads, model.llama.cpuMathCores, model.size);
       const context = await model.createContext({
         sequences: this.settings.sequences,
         contextSize,
-        threads: this.settings.threads,
+        threads,
         ...(adapterPath ? { lora: { adapters: [{ filePath: adapterPath, scale: 1 }] } } : {}),
       });
       const free: PooledSequence[] = [];
       while (context.sequencesLeft > 0) free.push({ sequence: context.getSequence(), salt: null });
       this.pools.set(key, { key, context, free, busy: 0, lastUsed: Date.now(), bytes });
-      this.log.info("context created", { context: describe(key), context_size: contextSize, estimated_mb: round(bytes / MB), contexts: this.pools.size, used_mb: round(this.usedBytes() / MB) });
+      this.log.info("context created", { context: describe(key), context_size: contextSize, threads, estimated_mb: round(bytes / MB), contexts: this.pools.size, used_mb: round(this.usedBytes() / MB) });
     })();
     this.creating.set(key, creation);
     try {

@@ -5,7 +5,7 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { Logger } from "../../../core/logger.js";
 import type { BaseModelRef, EngineSettings, EngineToGateway, GenerateRequest } from "../protocol.js";
-import { ContextPools, type PooledSequence } from "./context-pool.js";
+import { ContextPools, type Lease } from "./context-pool.js";
 import { ContextSizes } from "./context-size.js";
 import { describeBaseModel } from "./describe.js";
 import { EngineRequestError } from "./errors.js";
@@ -51,6 +51,7 @@ export class LlamaEngine {
     const grammar = request.grammar === null ? null : await this.grammar(request.grammar);
     const lease = await this.admit(request, model, prompt.tokens, signal);
     try {
+      await lease.prepared;
       const logprobsOfPrompt = request.promptLogprobs !== null ? await promptLogprobs(model, lease.sequences[0]!.sequence, prompt.tokens, request.promptLogprobs) : null;
       const cached = request.promptLogprobs !== null ? prompt.tokens.length - 1 : Math.min(...lease.cached);
       const promptTokenTexts = request.rawPrompt && request.echo ? prompt.tokens.map((token) => model.detokenize([token], true)) : null;
@@ -90,7 +91,7 @@ export class LlamaEngine {
     }
   }
 
-  private admit(request: GenerateRequest, model: LlamaModel, prompt: Token[], signal: AbortSignal): Promise<{ sequences: PooledSequence[]; cached: number[] }> {
+  private admit(request: GenerateRequest, model: LlamaModel, prompt: Token[], signal: AbortSignal): Promise<Lease> {
     const queue = this.queues.get(request.base.name) ?? [];
     this.queues.set(request.base.name, queue);
     if (queue.length >= this.settings.maxQueue) {

@@ -6,6 +6,7 @@ import { NOTHING_LEFT_TO_SAMPLE, type GenerateRequest, type PromptLogprobOut, ty
 import { EngineRequestError } from "./errors.js";
 import { grammarLeavesAToken } from "./grammar-guard.js";
 import { RawLogitSampler } from "./logprob-sampling.js";
+import { IncrementalDetokenizer } from "./detokenizer.js";
 import { tokenBytes } from "./model-info.js";
 import type { SamplingPlan } from "./sampling.js";
 import { TextStream } from "./text-stream.js";
@@ -33,7 +34,7 @@ export async function generateChoice(options: {
   events: ChoiceEvents;
 }): Promise<void> {
   const { model, sequence, request, sampling, promptTokens, choice, signal, events } = options;
-  const detokenize = (tokens: Token[]) => detokenizeOutput(model, tokens, request);
+  const output = outputText(model, request);
   const wantTop = request.logprobs ? Math.max(1, request.topLogprobs) : 0;
   const stream = new TextStream(request.stop, request.includeStopStrInOutput);
   const generated: Token[] = [];
@@ -45,14 +46,14 @@ export async function generateChoice(options: {
     const isEnd = model.isEogToken(token) && !request.ignoreEos && generated.length >= request.minTokens;
     const stopId = request.stopTokenIds.includes(token) ? token : null;
     if (isEnd || stopId !== null) {
-      emit(stream.flush(detokenize(generated)));
+      emit(stream.flush(output.full()));
       events.finished("stop", stopId ?? (isEnd ? token : null), generated.length);
       return true;
     }
     generated.push(token);
     held.tokenIds.push(token);
     if (wantTop > 0 && next) held.logprobs.push(tokenLogprob(model, token, next, request));
-    const { delta, stop } = stream.push(detokenize(generated));
+    const { delta, stop } = stream.push(output.push(token));
     if (stop !== null) {
       emit(delta);
       events.finished("stop", stop, generated.length);
@@ -60,12 +61,12 @@ export async function generateChoice(options: {
     }
     if (delta) emit(delta);
     if (request.repetitionDetection && repeats(generated, request.repetitionDetection)) {
-      emit(stream.flush(detokenize(generated)));
+      emit(stream.flush(output.full()));
       events.finished("stop", "repetition", generated.length);
       return true;
     }
     if (generated.length >= options.maxTokens || sequence.nextTokenIndex >= sequence.contextSize - 1) {
-      emit(stream.flush(detokenize(generated)));
+      emit(stream.flush(output.full()));
       events.finished("length", null, generated.length);
       return true;
     }
@@ -205,11 +206,17 @@ export function repeats(tokens: readonly number[], settings: { minPatternSize: n
 
 /**
  * Output text as vLLM's detokenizer writes it: special tokens dropped (skip_special_tokens), or
- * kept and, with spaces_between_special_tokens, set apart from their neighbours by a space.
+ * kept and, with spaces_between_special_tokens, set apart from their neighbours by a space. `push`
+ * returns the text so far (up to a whole character where it is decoded incrementally).
  */
-function detokenizeOutput(model: LlamaModel, tokens: Token[], request: GenerateRequest): string {
-  if (request.skipSpecialTokens) return model.detokenize(tokens, false);
-  if (!request.spacesBetweenSpecialTokens) return model.detokenize(tokens, true);
+function outputText(model: LlamaModel, request: GenerateRequest): { push(token: Token): string; full(): string } {
+  if (request.skipSpecialTokens || !request.spacesBetweenSpecialTokens) return new IncrementalDetokenizer((tokens) => model.detokenize(tokens, !request.skipSpecialTokens));
+  // Special tokens kept and spaced: decoded whole each time (rare).
+  const tokens: Token[] = [];
+  return { push: (token) => (tokens.push(token), spacedText(model, tokens)), full: () => spacedText(model, tokens) };
+}
+
+function spacedText(model: LlamaModel, tokens: Token[]): string {
   const parts: string[] = [];
   let run: Token[] = [];
   for (const token of tokens) {

@@ -1,20 +1,27 @@
 // Entry of the engine child process (forked by engine/client.ts with an IPC channel). Runs with
 // UV_THREADPOOL_SIZE=1: llama.cpp decodes on libuv pool threads and each brings its own OpenMP
 // team, so a larger pool oversubscribes the cores (measured 3.5x slower generation).
-import { cpus } from "node:os";
 import type { EngineSettings, EngineToGateway, GatewayToEngine } from "../protocol.js";
 import { createLogger } from "../../../core/logger.js";
 import { LlamaEngine } from "./engine.js";
 import { EngineRequestError } from "./errors.js";
 
+// settings.threads 0: chosen per model (threads.ts).
 const settings = JSON.parse(process.env.SRL_ENGINE_SETTINGS ?? "{}") as EngineSettings;
-// Default: leave one core to the gateway (measured: with both cores, llama.cpp's threads and the
-// gateway fight and throughput drops several-fold on a 2-core machine).
-if (!settings.threads) settings.threads = Math.max(1, cpus().length - 1);
 const engine = new LlamaEngine(settings, createLogger({ level: settings.logLevel, fields: { component: "engine", pid: process.pid } }));
 const running = new Map<string, AbortController>();
 
-const send = (message: EngineToGateway) => process.send?.(message);
+// Messages leave in one batch per event-loop turn: the tokens of every sequence of a decode step
+// travel in one IPC write, sent while the next step decodes.
+let outbox: EngineToGateway[] = [];
+const flush = () => {
+  const batch = outbox;
+  outbox = [];
+  process.send?.(batch);
+};
+const send = (message: EngineToGateway) => {
+  if (outbox.push(message) === 1) setImmediate(flush);
+};
 
 process.on("message", (message: GatewayToEngine) => {
   if (message.type === "cancel") {

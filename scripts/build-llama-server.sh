@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's own server (llama-server) and llama-bench from the llama.cpp source that
+# node-llama-cpp ships (node_modules/node-llama-cpp/llama/gitRelease.bundle): the same engine the
+# service embeds, as the reference the inference benchmark compares against, and the binary remote
+# engines are tested with. CPU only, cached outside the clone keyed by the bundle's commit, so it
+# is built once per llama.cpp version (a few minutes on 2 cores). Prints the directory holding the
+# binaries as its last line; everything else goes to stderr.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bundle=node_modules/node-llama-cpp/llama/gitRelease.bundle
+if [ ! -f "$bundle" ]; then
+  echo "build-llama-server: $bundle is missing; run npm ci first" >&2
+  exit 1
+fi
+commit="$(git bundle list-heads "$bundle" | awk '$2 == "HEAD" { print $1 }')"
+cache="${SRL_CACHE_DIR:-$HOME/.cache/srl}"
+target="$cache/llama-server-${commit:0:12}"
+mkdir -p "$cache"
+
+if [ -x "$target/bin/llama-server" ] && [ -x "$target/bin/llama-bench" ]; then
+  echo "$target/bin"
+  exit 0
+fi
+
+exec 9>"$target.lock"
+if command -v flock >/dev/null 2>&1 && ! flock -n 9; then
+  echo "build-llama-server: another process is building it; waiting" >&2
+  flock 9
+  if [ -x "$target/bin/llama-server" ]; then echo "$target/bin"; exit 0; fi
+fi
+
+echo "build-llama-server: building llama-server and llama-bench from node-llama-cpp's llama.cpp (${commit:0:12}) into $target; this takes a few minutes once" >&2
+work="$target.build"
+rm -rf "$work"
+git clone -q "$bundle" "$work/src" 2>/dev/null
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+# No web UI download, no HTTPS, no curl: nothing is fetched while building or serving.
+cmake -S "$work/src" -B "$work/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON \
+  -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+  -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF >"$work/cmake.log" 2>&1 || { tail -n 30 "$work/cmake.log" >&2; exit 1; }
+
+start=$SECONDS
+(
+  exec 9>&-
+  while sleep 30 >/dev/null 2>&1; do
+    echo "build-llama-server: still compiling ($((SECONDS - start)) s; $(grep -c '^\[' "$work/build.log" 2>/dev/null || echo 0) steps done)" >&2
+  done
+) &
+heartbeat=$!
+trap 'kill "$heartbeat" 2>/dev/null || true' EXIT
+cmake --build "$work/build" --target llama-server llama-bench -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; exit 1; }
+kill "$heartbeat" 2>/dev/null || true
+
+rm -rf "$target"
+mkdir -p "$target/bin"
+cp "$work/build/bin/llama-server" "$work/build/bin/llama-bench" "$target/bin/"
+rm -rf "$work"
+echo "build-llama-server: built in $((SECONDS - start)) s: $target/bin" >&2
+echo "$target/bin"

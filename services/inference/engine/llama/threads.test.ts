@@ -1,0 +1,19 @@
+import { describe, expect, it } from "vitest";
+import { FULL_THREADS_MIN_BYTES, threadsFor } from "./threads.js";
+
+describe("threadsFor", () => {
+  it("takes ENGINE_THREADS when it is set", () => {
+    expect(threadsFor(3, 2, 10)).toBe(3);
+    expect(threadsFor(1, 16, 2 ** 34)).toBe(1);
+  });
+  it("gives a real model every math core, as llama.cpp itself would", () => {
+    expect(threadsFor(0, 2, 92 * 2 ** 20)).toBe(2);
+    expect(threadsFor(0, 8, FULL_THREADS_MIN_BYTES)).toBe(8);
+  });
+  it("leaves a core to the JavaScript work for a tiny model, keeping at least one thread", () => {
+    expect(threadsFor(0, 2, 2 ** 20)).toBe(1);
+    expect(threadsFor(0, 8, FULL_THREADS_MIN_BYTES - 1)).toBe(7);
+    expect(threadsFor(0, 1, 2 ** 20)).toBe(1);
+    expect(threadsFor(0, 0, 2 ** 20)).toBe(1);
+  });
+});
