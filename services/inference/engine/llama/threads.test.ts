@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FULL_THREADS_MIN_BYTES, threadsFor } from "./threads.js";
+import { FULL_THREADS_MIN_BYTES, threadsFor, threadsForBatch } from "./threads.js";
 
 describe("threadsFor", () => {
   it("takes ENGINE_THREADS when it is set", () => {
@@ -15,5 +15,11 @@ describe("threadsFor", () => {
     expect(threadsFor(0, 8, FULL_THREADS_MIN_BYTES - 1)).toBe(7);
     expect(threadsFor(0, 1, 2 ** 20)).toBe(1);
     expect(threadsFor(0, 0, 2 ** 20)).toBe(1);
+  });
+  it("runs a single-token decode step on one thread fewer, and batches of several tokens on all", () => {
+    expect(threadsForBatch(1, 2)).toBe(1);
+    expect(threadsForBatch(2, 2)).toBe(2);
+    expect(threadsForBatch(40, 8)).toBe(8);
+    expect(threadsForBatch(1, 1)).toBe(1);
   });
 });

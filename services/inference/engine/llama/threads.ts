@@ -2,9 +2,12 @@
 // weights take at least FULL_THREADS_MIN_BYTES gets the threads llama.cpp itself would pick (its
 // math cores, as llama-server's default does); a smaller one gets one fewer, because its
 // per-token compute is so short that the per-token work in JavaScript (engine and gateway)
-// dominates, and a llama.cpp thread on every core only fights that work for the CPU. Measured on
-// 2 cores (README, "Inference speed"): SmolLM2-135M Q4_1 (92 MB) decodes ~20% faster on 2 threads
-// than on 1; the 1 MB tiny model is faster on 1.
+// dominates, and a llama.cpp thread on every core only fights that work for the CPU. With threads
+// chosen so, a decode step of a single token (one stream generating) also runs on one thread
+// fewer: its compute is short too, and the wake-ups of engine, gateway and client per token
+// stall llama.cpp's threads at their barriers. Measured on 2 cores (README, "Inference speed").
+import type { LlamaContext } from "node-llama-cpp";
+
 const MB = 2 ** 20;
 export const FULL_THREADS_MIN_BYTES = 16 * MB;
 
@@ -12,4 +15,19 @@ export function threadsFor(configured: number, mathCores: number, modelBytes: nu
   if (configured > 0) return configured;
   const cores = Math.max(1, mathCores);
   return modelBytes >= FULL_THREADS_MIN_BYTES ? cores : Math.max(1, cores - 1);
+}
+
+/** Threads for one decode step of `tokens` tokens on a context of `threads` threads. */
+export function threadsForBatch(tokens: number, threads: number): number {
+  return tokens >= 2 ? threads : Math.max(1, threads - 1);
+}
+
+/** The hook of node-llama-cpp's decode loop that patches/node-llama-cpp+3.22.1.patch adds. */
+interface BatchThreadsHook {
+  _threadsForBatch?: (tokens: number, threads: number) => number;
+}
+
+/** Threads chosen per decode step on this context (only where ENGINE_THREADS left the choice to us). */
+export function chooseThreadsPerBatch(context: LlamaContext): void {
+  (context as unknown as BatchThreadsHook)._threadsForBatch = threadsForBatch;
 }
