@@ -100,6 +100,7 @@ try {
   }
   printTable(`median of ${RUNS} runs (service's and direct's llama.cpp threads: ${directThreads})`, medians);
   await prefixCache(server.url, key, modelName);
+  console.log(`\nllama-server used: ${binaries}/llama-server (built by scripts/build-llama-server.sh; delete that directory to rebuild). README "Inference speed" explains the columns and the thread rule.`);
 } finally {
   await llamaServer?.stop();
   await server.stop();
