@@ -90,8 +90,11 @@ export class ContextPools {
       cached.push(keep);
     }
     // Erasing waits for the context between two batches; the admission of the next request does
-    // not wait for it (the caller awaits `prepared` before evaluating).
-    return { sequences: ranked.map((r) => r.item), cached, prepared: Promise.all(erasures).then(() => undefined) };
+    // not wait for it (the caller awaits `prepared` before evaluating, and sees a failure there;
+    // marked handled here so a failure before that await cannot end the process).
+    const prepared = Promise.all(erasures).then(() => undefined);
+    prepared.catch(() => undefined);
+    return { sequences: ranked.map((r) => r.item), cached, prepared };
   }
 
   release(modelKey: string, adapterPath: string | null, sequences: PooledSequence[]): void {
