@@ -70,17 +70,7 @@ if installed; then
 fi
 
 START=$SECONDS
-if [ -e "$VENV" ]; then
-  echo "install-art-client: removing the unfinished environment at $VENV (no completion stamp; an earlier install stopped part way)"
-  rm -rf "$VENV"
-fi
-
-echo "install: creating the ART client's Python environment at $VENV (openpipe-art, wandb, litellm, ...: about 300 MB, first time only; torch etc. come from the trainer's)"
-if ! python3 -m venv "$VENV"; then
-  echo "install-art-client: 'python3 -m venv' failed ($PYVER); on Debian/Ubuntu install the python3-venv package" >&2
-  rm -rf "$VENV"
-  exit 1
-fi
+venv_fresh install-art-client "$VENV" "$PYVER" "the ART client's Python environment (openpipe-art, wandb, litellm, ...: about 300 MB, first time only; torch etc. come from the trainer's)"
 PY="$VENV/bin/python"
 SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 PIP=("$PY" -m pip --disable-pip-version-check --no-input)
@@ -156,8 +146,7 @@ assert major < 7, f"protobuf {google.protobuf.__version__} (the trainer's?) wins
 assert wandb.__version__ == "0.25.0", wandb.__version__
 EOF
 
-printf '%s\n' "$KEY" >"$STAMP.tmp"
-mv -f "$STAMP.tmp" "$STAMP"
+venv_stamp "$STAMP" "$KEY"
 link
 echo "install-art-client: done in $((SECONDS - START)) s: $VENV (linked from .cache/art-client-venv)"
 

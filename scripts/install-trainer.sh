@@ -57,17 +57,7 @@ if installed; then
 fi
 
 START=$SECONDS
-if [ -e "$VENV" ]; then
-  echo "install-trainer: removing the unfinished environment at $VENV (no completion stamp; an earlier install stopped part way)"
-  rm -rf "$VENV"
-fi
-
-echo "install: creating the trainer's Python environment at $VENV (PyTorch and its CUDA libraries: several GB, first time only)"
-if ! python3 -m venv "$VENV"; then
-  echo "install-trainer: 'python3 -m venv' failed ($PYVER); on Debian/Ubuntu install the python3-venv package" >&2
-  rm -rf "$VENV"
-  exit 1
-fi
+venv_fresh install-trainer "$VENV" "$PYVER" "the trainer's Python environment (PyTorch and its CUDA libraries: several GB, first time only)"
 
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --no-input)
 status=0
@@ -82,8 +72,7 @@ echo "install-trainer: pip check"
 echo "install-trainer: checking that torch, transformers, peft, gguf, safetensors and grpc import"
 "$VENV/bin/python" -c "import torch, transformers, peft, gguf, safetensors, numpy, grpc, grpc_tools, google.protobuf"
 
-printf '%s\n' "$KEY" >"$STAMP.tmp"
-mv -f "$STAMP.tmp" "$STAMP"
+venv_stamp "$STAMP" "$KEY"
 link
 echo "install-trainer: done in $((SECONDS - START)) s: $VENV (linked from .cache/trainer-venv)"
 

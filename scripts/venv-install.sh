@@ -8,6 +8,29 @@ venv_ready() {
   [ -f "$2" ] && [ "$(cat "$2" 2>/dev/null)" = "$3" ] && "$1/bin/python" -c '' >/dev/null 2>&1
 }
 
+# venv_fresh WHO VENV PYVER WHAT: removes an environment an earlier install left unfinished at VENV
+# (no completion stamp), says what it creates and creates VENV; exits with a hint when
+# `python3 -m venv` fails.
+venv_fresh() {
+  local who="$1" venv="$2" pyver="$3" what="$4"
+  if [ -e "$venv" ]; then
+    echo "$who: removing the unfinished environment at $venv (no completion stamp; an earlier install stopped part way)"
+    rm -rf "$venv"
+  fi
+  echo "install: creating $what at $venv"
+  if ! python3 -m venv "$venv"; then
+    echo "$who: 'python3 -m venv' failed ($pyver); on Debian/Ubuntu install the python3-venv package" >&2
+    rm -rf "$venv"
+    exit 1
+  fi
+}
+
+# venv_stamp STAMP KEY: marks the environment complete for KEY (written whole, then renamed).
+venv_stamp() {
+  printf '%s\n' "$2" >"$1.tmp"
+  mv -f "$1.tmp" "$1"
+}
+
 # venv_lock LOCKFILE WHO: holds an exclusive lock on file descriptor 9 until the script ends, so
 # parallel runs (several checkouts, test workers) install once; says so while it waits.
 venv_lock() {

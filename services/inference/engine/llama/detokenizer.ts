@@ -16,10 +16,9 @@ export class IncrementalDetokenizer {
   /** Adds a token; returns the text so far, up to the last whole character. */
   push(token: Token): string {
     this.tokens.push(token);
-    const before = this.decode(this.tokens.slice(this.prefixOffset, this.readOffset));
-    const after = this.decode(this.tokens.slice(this.prefixOffset));
-    if (after.length > before.length && after.startsWith(before) && !after.endsWith("\uFFFD")) {
-      this.committed += after.slice(before.length);
+    const tail = this.tail();
+    if (tail.text !== "" && tail.inContext && !tail.text.endsWith("\uFFFD")) {
+      this.committed += tail.text;
       this.prefixOffset = this.readOffset;
       this.readOffset = this.tokens.length;
     }
@@ -28,8 +27,15 @@ export class IncrementalDetokenizer {
 
   /** The whole text, including a tail that does not end on a whole character (as U+FFFD). */
   full(): string {
+    return this.committed + this.tail().text;
+  }
+
+  /** The text the tokens after `readOffset` add, decoded after the context tokens before them. */
+  private tail(): { text: string; inContext: boolean } {
     const before = this.decode(this.tokens.slice(this.prefixOffset, this.readOffset));
     const after = this.decode(this.tokens.slice(this.prefixOffset));
-    return this.committed + (after.startsWith(before) ? after.slice(before.length) : after);
+    // Where the context decodes differently once followed by the new tokens, the decode of the
+    // whole window stands (and nothing is committed from it yet).
+    return after.startsWith(before) ? { text: after.slice(before.length), inContext: true } : { text: after, inContext: false };
   }
 }
