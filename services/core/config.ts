@@ -1,6 +1,7 @@
 // The one configuration loader: environment variables with documented defaults (README's
 // configuration table mirrors `configVariables`).
 import { resolve } from "node:path";
+import { parseEngines, type RemoteEngineSettings } from "./engines-config.js";
 import type { LogLevel } from "./logger.js";
 
 export interface Config {
@@ -47,6 +48,8 @@ export interface Config {
   engineContextMemoryMb: number;
   /** How long an hf: model may take to resolve before the request fails. */
   engineHubTimeoutMs: number;
+  /** Base models served by remote replicas instead of the embedded engine (ENGINES). */
+  engines: RemoteEngineSettings[];
   /** Hosts SFT jobs may read https training data from. */
   artifactHttpsHosts: string[];
   /** Run a training worker inside the server process. */
@@ -89,6 +92,7 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "ENGINE_MAX_CONTEXTS", default: "4", meaning: "loaded contexts (base model + adapter) before LRU eviction" },
   { name: "ENGINE_CONTEXT_MEMORY_MB", default: "0", meaning: "memory for contexts (KV caches, adapters) before LRU eviction; 0 = a quarter of the machine's memory" },
   { name: "ENGINE_HUB_TIMEOUT_MS", default: "30000", meaning: "how long to wait for an hf: model download to start before failing" },
+  { name: "ENGINES", default: "(empty)", meaning: "base models served by llama-server or vLLM replicas instead of the embedded engine: a JSON object keyed by base model name, inline or the path of a JSON file (README: Remote engines)" },
   { name: "TRAINING_WORKER", default: "1", meaning: "run a training worker in the server process (0: only `npm run worker` processes train)" },
   { name: "WORKER_LEASE_MS", default: "30000", meaning: "lease of a worker on a job; a crashed worker's job is retried after it" },
   { name: "WORKER_MAX_ATTEMPTS", default: "2", meaning: "attempts of a job whose worker died before it fails" },
@@ -132,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     engineMaxContexts: intVar(env, "ENGINE_MAX_CONTEXTS", 4, 1, 64),
     engineContextMemoryMb: intVar(env, "ENGINE_CONTEXT_MEMORY_MB", 0, 0, 1 << 24),
     engineHubTimeoutMs: intVar(env, "ENGINE_HUB_TIMEOUT_MS", 30_000, 100, 3_600_000),
+    engines: parseEngines(env.ENGINES),
   };
 }
 

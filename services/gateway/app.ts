@@ -10,6 +10,8 @@ import { connectDatabase, publishDatabaseUri } from "../store/mongo.js";
 import { eventsHandlers } from "../events/handlers.js";
 import { inferenceHandlers } from "../inference/handlers.js";
 import { EngineClient } from "../inference/engine/client.js";
+import { EngineSet } from "../inference/engine/inference-engine.js";
+import { buildRemoteEngines } from "../inference/engine/remote/build.js";
 import { ModelResolver } from "../inference/resolve-model.js";
 import { modelsHandlers } from "../models/handlers.js";
 import { trainingHandlers } from "../training/handlers.js";
@@ -47,7 +49,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
   const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
 
-  const engine = new EngineClient(
+  const embeddedEngine = new EngineClient(
     {
       threads: config.engineThreads,
       sequences: config.engineSequences,
@@ -61,7 +63,11 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     },
     log.child({ component: "engine" }),
   );
-  const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters });
+  const remoteEngines = await buildRemoteEngines(config.engines, { catalog, renderer: embeddedEngine, dataDir: config.dataDir, hubTimeoutMs: config.engineHubTimeoutMs, log });
+  const engine = new EngineSet(embeddedEngine, remoteEngines);
+  // A vLLM replica loads the checkpoint's PEFT files, not only its GGUF.
+  const peftBases = new Set(config.engines.filter((e) => e.kind === "vllm").map((e) => e.base));
+  const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters, wholeAdapter: (base) => peftBases.has(base) });
 
   const handlers = [
     inferenceHandlers({ engine, resolver, catalog, registry, checkpoints }),

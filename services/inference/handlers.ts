@@ -11,7 +11,7 @@ import { badRequest } from "../core/errors.js";
 import type { BaseModelCatalog } from "../models/catalog.js";
 import type { Checkpoints } from "../models/checkpoints.js";
 import type { ModelRegistry } from "../models/registry.js";
-import type { EngineClient } from "./engine/client.js";
+import type { InferenceEngine } from "./engine/inference-engine.js";
 import { buildCompletion, streamChunks, type CompletionOptions } from "./completion-builder.js";
 import { buildLegacyCompletion, streamLegacyChunks, type LegacyOptions } from "./legacy-completion-builder.js";
 import { planLegacyCompletion, readPrompts } from "./legacy-completion-plan.js";
@@ -23,7 +23,7 @@ import { structuredOutput } from "./structured-output.js";
 import { planTools } from "./tool-choice.js";
 import type { ModelResolver } from "./resolve-model.js";
 
-export function inferenceHandlers(deps: { engine: EngineClient; resolver: ModelResolver; catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints }) {
+export function inferenceHandlers(deps: { engine: InferenceEngine; resolver: ModelResolver; catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints }) {
   const served = new ServedModels(deps);
 
   /** Structured outputs of either request kind; a fallback is reported in a response header. */

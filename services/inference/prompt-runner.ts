@@ -1,7 +1,7 @@
 // The prompts of one legacy completion request through the engine, a few at a time (a long list
 // must not fill the engine's queue and get 429s for its own tail), as one stream of events tagged
 // with their prompt's index. The first failure cancels the rest and is thrown.
-import type { EngineClient } from "./engine/client.js";
+import type { InferenceEngine } from "./engine/inference-engine.js";
 import type { GenerateRequest } from "./engine/protocol.js";
 import type { PromptEvent } from "./legacy-completion-builder.js";
 import type { RawPrompt } from "./legacy-completion-plan.js";
@@ -9,7 +9,7 @@ import type { RawPrompt } from "./legacy-completion-plan.js";
 /** Prompts in flight at once per request: enough to fill a context's sequences with n = 1. */
 const PROMPTS_IN_FLIGHT = 4;
 
-export async function* runPrompts(engine: EngineClient, plan: Omit<GenerateRequest, "id" | "rawPrompt">, prompts: RawPrompt[], signal: AbortSignal): AsyncGenerator<PromptEvent> {
+export async function* runPrompts(engine: InferenceEngine, plan: Omit<GenerateRequest, "id" | "rawPrompt">, prompts: RawPrompt[], signal: AbortSignal): AsyncGenerator<PromptEvent> {
   const cancel = new AbortController();
   const onAbort = () => cancel.abort();
   signal.addEventListener("abort", onAbort);

@@ -15,7 +15,7 @@ export type SharedFields = Pick<
   | "n" | "seed" | "temperature" | "topP" | "topK" | "minP" | "frequencyPenalty" | "presencePenalty" | "repetitionPenalty"
   | "logitBias" | "badWords" | "allowedTokenIds" | "stop" | "stopTokenIds" | "includeStopStrInOutput" | "ignoreEos" | "minTokens"
   | "skipSpecialTokens" | "spacesBetweenSpecialTokens" | "priority" | "truncatePromptTokens" | "cacheSalt" | "promptLogprobs"
-  | "returnTokensAsTokenIds" | "repetitionDetection" | "useBeamSearch" | "kvTransferParams" | "vllmXargs" | "streamOptions"
+  | "returnTokensAsTokenIds" | "returnTokenIds" | "repetitionDetection" | "useBeamSearch" | "kvTransferParams" | "vllmXargs" | "streamOptions"
 >;
 
 /** What a chat request and a legacy completion request run the same way. */
@@ -64,6 +64,7 @@ export function planShared(request: SharedFields, target: ServeTarget, streaming
     grammar,
     promptLogprobs: request.promptLogprobs ?? null,
     returnTokensAsTokenIds: request.returnTokensAsTokenIds ?? false,
+    returnTokenIds: request.returnTokenIds ?? false,
   };
 }
 

@@ -22,7 +22,14 @@ export type NamedModel =
 
 export class ModelResolver {
   constructor(
-    private readonly deps: { catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints; adapters: AdapterFiles },
+    private readonly deps: {
+      catalog: BaseModelCatalog;
+      registry: ModelRegistry;
+      checkpoints: Checkpoints;
+      adapters: AdapterFiles;
+      /** Base models whose engine reads the whole adapter (PEFT files too), not only its GGUF. */
+      wholeAdapter?: (baseName: string) => boolean;
+    },
   ) {}
 
   /**
@@ -55,6 +62,7 @@ export class ModelResolver {
     if (found.kind === "base") return { base: found.base, adapterPath: null, step: null };
     const checkpoint = found.step === "latest" ? await this.deps.checkpoints.latest(found.model._id) : found.checkpoint;
     if (!checkpoint) return { base: found.base, adapterPath: null, step: 0 };
-    return { base: found.base, adapterPath: await this.deps.adapters.ggufPath(checkpoint), step: checkpoint.step };
+    const adapterPath = this.deps.wholeAdapter?.(found.base.name) ? await this.deps.adapters.wholePath(checkpoint) : await this.deps.adapters.ggufPath(checkpoint);
+    return { base: found.base, adapterPath, step: checkpoint.step };
   }
 }

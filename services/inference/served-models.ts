@@ -7,7 +7,7 @@ import type { ServedModelSchema } from "../../gen/srl/v1/served_models_pb.js";
 import type { BaseModelCatalog, BaseModelEntry } from "../models/catalog.js";
 import type { CheckpointRecord, Checkpoints } from "../models/checkpoints.js";
 import type { ModelRecord, ModelRegistry } from "../models/registry.js";
-import type { EngineClient } from "./engine/client.js";
+import type { InferenceEngine } from "./engine/inference-engine.js";
 import type { ModelResolver } from "./resolve-model.js";
 
 type ServedModel = MessageInitShape<typeof ServedModelSchema>;
@@ -21,7 +21,7 @@ export class ServedModels {
   /** Base models have no creation time of their own: they are listed as of this process's start. */
   private readonly startedAt = BigInt(Math.floor(Date.now() / 1000));
 
-  constructor(private readonly deps: { catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints; engine: EngineClient; resolver: ModelResolver }) {}
+  constructor(private readonly deps: { catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints; engine: InferenceEngine; resolver: ModelResolver }) {}
 
   async list(entity: string, includeSteps: boolean): Promise<ServedModel[]> {
     const { catalog, registry, checkpoints } = this.deps;

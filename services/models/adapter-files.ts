@@ -37,6 +37,19 @@ export class AdapterFiles {
     return path;
   }
 
+  /**
+   * The checkpoint's GGUF path with every file of the adapter (its PEFT files too) in the same
+   * directory, for engines that read the PEFT form (vLLM); null at step 0.
+   */
+  async wholePath(checkpoint: CheckpointRecord): Promise<string | null> {
+    const blob = checkpoint.adapter_blob_id;
+    if (!blob) return null;
+    const names = [GGUF_ADAPTER_FILE, ...(checkpoint.peft_files ?? []).map((f) => f.name)];
+    const present = await Promise.all(names.map((name) => exists(this.path(blob.toHexString(), name))));
+    if (!present.every(Boolean)) await this.read(checkpoint);
+    return this.ggufPath(checkpoint);
+  }
+
   /** The checkpoint's whole adapter (null at step 0), from the cache or else the database. */
   async read(checkpoint: CheckpointRecord): Promise<AdapterBytes | null> {
     const blob = checkpoint.adapter_blob_id;

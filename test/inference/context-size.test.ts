@@ -230,5 +230,6 @@ function request(base: BaseModelRef, content: string, maxTokens: number | null):
     topLogprobs: 0,
     promptLogprobs: null,
     returnTokensAsTokenIds: false,
+    returnTokenIds: false,
   };
 }

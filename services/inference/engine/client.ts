@@ -6,9 +6,8 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { ApiError, badRequest, notFound, overloaded, unavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
-import { NOTHING_LEFT_TO_SAMPLE, type BaseModelRef, type EngineSettings, type EngineToGateway, type GatewayToEngine, type GenerateRequest } from "./protocol.js";
-
-type EngineEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" } | { type: "described" }>;
+import type { EngineEvent, InferenceEngine } from "./inference-engine.js";
+import { NOTHING_LEFT_TO_SAMPLE, type BaseModelRef, type EngineSettings, type EngineToGateway, type GatewayToEngine, type GenerateRequest, type RenderedPrompt } from "./protocol.js";
 
 interface Inflight {
   push(event: EngineEvent): void;
@@ -17,12 +16,14 @@ interface Inflight {
   conflicting: boolean;
 }
 
-export class EngineClient {
+export class EngineClient implements InferenceEngine {
   private child: ChildProcess | undefined;
   private ready: Promise<void> | undefined;
   private readonly inflight = new Map<string, Inflight>();
   /** Pending describes: each resolves with the model's length, or null when there is no answer. */
   private readonly describing = new Map<string, (maxModelLen: number | null) => void>();
+  /** Pending renders (prompts of remote engines). */
+  private readonly rendering = new Map<string, { resolve(prompt: RenderedPrompt): void; reject(error: ApiError): void }>();
   private stopping = false;
 
   constructor(
@@ -85,6 +86,19 @@ export class EngineClient {
     }
   }
 
+  /** A request's prompt tokens as this base model's tokenizer and template make them (engine/remote). */
+  async render(request: Omit<GenerateRequest, "id">, contextSize: number): Promise<RenderedPrompt> {
+    const id = randomUUID();
+    try {
+      await this.start();
+      const answer = new Promise<RenderedPrompt>((resolve, reject) => this.rendering.set(id, { resolve, reject }));
+      if (!this.send({ type: "render", request: { ...request, id }, contextSize })) throw unavailable("the inference engine stopped unexpectedly; retry the request");
+      return await answer;
+    } finally {
+      this.rendering.delete(id);
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     const child = this.child;
@@ -114,6 +128,9 @@ export class EngineClient {
           if (message.error !== null) this.log.warn("could not describe base model", { error: message.error });
           return this.describing.get(message.id)?.(message.maxModelLen);
         }
+        if (message.type === "rendered") return this.rendering.get(message.id)?.resolve(message.prompt);
+        const rendering = this.rendering.get(message.id);
+        if (rendering && message.type === "failed") return rendering.reject(engineError(message.kind, message.message));
         const request = this.inflight.get(message.id);
         if (!request) return;
         if (message.type === "failed") request.fail(engineError(message.kind, message.message));
@@ -125,6 +142,7 @@ export class EngineClient {
         this.ready = undefined;
         reject(unavailable("the inference engine did not start"));
         for (const answer of this.describing.values()) answer(null);
+        for (const rendering of this.rendering.values()) rendering.reject(unavailable("the inference engine stopped unexpectedly; retry the request"));
         if (this.stopping) return;
         this.log.error("inference engine exited", { code, signal, inflight: this.inflight.size });
         // llama.cpp aborts when a grammar and banned tokens leave nothing to sample. The engine

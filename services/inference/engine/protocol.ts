@@ -79,6 +79,8 @@ export interface GenerateRequest {
   topLogprobs: number;
   promptLogprobs: number | null;
   returnTokensAsTokenIds: boolean;
+  /** The client asked for the output's token ids (return_token_ids). */
+  returnTokenIds: boolean;
 }
 
 export interface TokenLogprobOut {
@@ -107,13 +109,28 @@ export type EngineToGateway =
   | { type: "done"; id: string; usage: { promptTokens: number; completionTokens: number; cachedTokens: number } }
   | { type: "failed"; id: string; kind: "bad_request" | "overloaded" | "not_found" | "unavailable" | "internal"; message: string }
   /** The answer to `describe`: null when the model's file is not here (yet) or cannot be read (`error` says why). */
-  | { type: "described"; id: string; maxModelLen: number | null; error: string | null };
+  | { type: "described"; id: string; maxModelLen: number | null; error: string | null }
+  /** The answer to `render` (a failure comes as `failed` with the same id). */
+  | { type: "rendered"; id: string; prompt: RenderedPrompt };
+
+/** A request's prompt as the model's tokenizer and chat template make it, for a remote engine. */
+export interface RenderedPrompt {
+  promptTokenIds: number[];
+  echoText: string | null;
+  promptTokenTexts: string[] | null;
+}
 
 export type GatewayToEngine =
   | { type: "generate"; request: GenerateRequest }
   | { type: "cancel"; id: string }
   /** What generation on a base model allows (its context per sequence), without loading its weights. */
-  | { type: "describe"; id: string; base: BaseModelRef };
+  | { type: "describe"; id: string; base: BaseModelRef }
+  /**
+   * The prompt of a request another server generates (engine/remote): rendered and tokenized here
+   * with the base model's own tokenizer and template (its vocabulary only, no weights), so a
+   * remote replica sees exactly the tokens the embedded engine would.
+   */
+  | { type: "render"; request: GenerateRequest; contextSize: number };
 
 /** Why a request under a grammar is refused when its token bans leave nothing to sample. */
 export const NOTHING_LEFT_TO_SAMPLE = "the structured output and logit_bias / bad_words / allowed_token_ids leave no token the model may produce";

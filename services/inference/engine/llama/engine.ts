@@ -4,7 +4,7 @@
 // llama.cpp batches them with everything else in flight.
 import { getLlama, LlamaLogLevel, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { Logger } from "../../../core/logger.js";
-import type { BaseModelRef, EngineSettings, EngineToGateway, GenerateRequest } from "../protocol.js";
+import type { BaseModelRef, EngineSettings, EngineToGateway, GenerateRequest, RenderedPrompt } from "../protocol.js";
 import { ContextPools, type Lease } from "./context-pool.js";
 import { ContextSizes } from "./context-size.js";
 import { describeBaseModel } from "./describe.js";
@@ -89,6 +89,14 @@ export class LlamaEngine {
       this.pools.release(request.base.name, request.adapterPath, lease.sequences);
       this.pump(request.base.name);
     }
+  }
+
+  /** The prompt of a request a remote engine generates: its base model's vocabulary only is loaded. */
+  async render(request: GenerateRequest, contextSize: number): Promise<RenderedPrompt> {
+    const model = await this.vocabulary(request.base.name, request.base.source);
+    const prompt = buildPrompt(model, request, contextSize);
+    const promptTokenTexts = request.rawPrompt && request.echo ? prompt.tokens.map((token) => model.detokenize([token], true)) : null;
+    return { promptTokenIds: prompt.tokens, echoText: prompt.echoText, promptTokenTexts };
   }
 
   private admit(request: GenerateRequest, model: LlamaModel, prompt: Token[], signal: AbortSignal): Promise<Lease> {
@@ -180,6 +188,22 @@ export class LlamaEngine {
 
   private loadLlama(): Promise<Llama> {
     return (this.llama ??= getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error }));
+  }
+
+  private readonly vocabularies = new Map<string, Promise<LlamaModel>>();
+
+  /** A base model's tokenizer and template without its weights (for prompts of remote engines). */
+  private vocabulary(name: string, source: string): Promise<LlamaModel> {
+    let model = this.vocabularies.get(name);
+    if (!model) {
+      model = (async () => {
+        const llama = await this.loadLlama();
+        return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir, this.settings.hubTimeoutMs), vocabOnly: true });
+      })();
+      this.vocabularies.set(name, model);
+      model.catch(() => this.vocabularies.delete(name));
+    }
+    return model;
   }
 
   private async model(name: string, source: string): Promise<LlamaModel> {

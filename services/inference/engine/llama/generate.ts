@@ -9,7 +9,8 @@ import { RawLogitSampler } from "./logprob-sampling.js";
 import { IncrementalDetokenizer } from "./detokenizer.js";
 import { tokenBytes } from "./model-info.js";
 import type { SamplingPlan } from "./sampling.js";
-import { TextStream } from "./text-stream.js";
+import { repeats } from "../repetition.js";
+import { TextStream } from "../text-stream.js";
 
 export interface ChoiceEvents {
   delta(text: string, tokenIds: number[], logprobs: TokenLogprobOut[]): void;
@@ -189,19 +190,6 @@ function emptyBias(model: LlamaModel): TokenBias {
   let bias = emptyBiases.get(model);
   if (!bias) emptyBiases.set(model, (bias = new TokenBias(model.tokenizer)));
   return bias;
-}
-
-/** True when the output ends with `minCount` identical blocks of some length in the range. */
-export function repeats(tokens: readonly number[], settings: { minPatternSize: number; maxPatternSize: number; minCount: number }): boolean {
-  for (let size = settings.minPatternSize; size <= settings.maxPatternSize; size++) {
-    const span = size * settings.minCount;
-    if (span > tokens.length) break;
-    const start = tokens.length - span;
-    let same = true;
-    for (let i = size; i < span && same; i++) same = tokens[start + i] === tokens[start + (i % size)];
-    if (same) return true;
-  }
-  return false;
 }
 
 /**

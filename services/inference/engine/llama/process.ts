@@ -36,6 +36,14 @@ process.on("message", (message: GatewayToEngine) => {
     );
     return;
   }
+  if (message.type === "render") {
+    const { request, contextSize } = message;
+    engine.render(request, contextSize).then(
+      (prompt) => send({ type: "rendered", id: request.id, prompt }),
+      (error: unknown) => send({ type: "failed", id: request.id, kind: error instanceof EngineRequestError ? error.kind : "internal", message: error instanceof Error ? error.message : String(error) }),
+    );
+    return;
+  }
   const { request } = message;
   const abort = new AbortController();
   running.set(request.id, abort);

@@ -1,0 +1,27 @@
+// One remote server of a base model, as routing sees it: up or down (from health checks and from
+// failed requests), requests in flight, and a restart in progress (a replica this service runs,
+// restarted to load adapters), which new requests wait out or avoid.
+export class Replica {
+  /** Until the first health check answers, a replica is assumed up (requests find out soon enough). */
+  up = true;
+  inflight = 0;
+  /** Why the replica was last marked down (for errors and logs). */
+  lastError = "";
+  /** Set while the replica restarts; resolves when it serves again (or rejects if it cannot). */
+  restarting: Promise<void> | null = null;
+  /** Adapters loaded on the replica, least recently used first (key -> the name or id it knows them by). */
+  readonly adapters = new Map<string, string>();
+
+  constructor(
+    /** Base URL, no trailing slash. */
+    public url: string,
+  ) {}
+
+  /** Marks an adapter as just used (most recently used last). */
+  touch(key: string): void {
+    const handle = this.adapters.get(key);
+    if (handle === undefined) return;
+    this.adapters.delete(key);
+    this.adapters.set(key, handle);
+  }
+}
