@@ -30,6 +30,18 @@ if command -v flock >/dev/null 2>&1 && ! flock -n 9; then
   if [ -x "$target/bin/llama-server" ]; then echo "$target/bin"; exit 0; fi
 fi
 
+# cmake and ninja from PyPI (pinned, in a cached environment) where the machine has no cmake.
+if ! command -v cmake >/dev/null 2>&1; then
+  tools="$cache/build-tools-cmake3.31.6"
+  if [ ! -x "$tools/bin/cmake" ]; then
+    echo "build-llama-server: no cmake on this machine; installing cmake 3.31.6 and ninja 1.11.1.4 from PyPI into $tools" >&2
+    rm -rf "$tools"
+    python3 -m venv "$tools"
+    "$tools/bin/pip" install -q cmake==3.31.6 ninja==1.11.1.4 >&2
+  fi
+  export PATH="$tools/bin:$PATH"
+fi
+
 echo "build-llama-server: building llama-server and llama-bench from node-llama-cpp's llama.cpp (${commit:0:12}) into $target; this takes a few minutes once" >&2
 work="$target.build"
 rm -rf "$work"

@@ -19,7 +19,7 @@ import { startEmbeddedDatabase } from "../../services/store/launcher.js";
 import { connectDatabase } from "../../services/store/mongo.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
-import { levelFigures, median, type LevelFigures } from "./stats.js";
+import { figuresCell, levelFigures, medianFigures, type LevelFigures } from "./stats.js";
 import { streamChat } from "./stream-client.js";
 
 const LEVELS = [1, 4, 8, 16];
@@ -90,14 +90,7 @@ try {
     all.push(figures);
     printTable(`run ${run + 1}/${RUNS} (order: ${order.join(", ")})`, figures);
   }
-  const medians = {} as RunFigures;
-  for (const system of SYSTEMS) {
-    medians[system] = {};
-    for (const level of LEVELS) {
-      const of = (pick: (f: LevelFigures) => number) => median(all.map((figures) => pick(figures[system][level] as LevelFigures)));
-      medians[system][level] = { tokensPerSecond: of((f) => f.tokensPerSecond), ttftP50Ms: of((f) => f.ttftP50Ms), ttftP95Ms: of((f) => f.ttftP95Ms) };
-    }
-  }
+  const medians = medianFigures(all, SYSTEMS, LEVELS);
   printTable(`median of ${RUNS} runs (service's and direct's llama.cpp threads: ${directThreads})`, medians);
   await prefixCache(server.url, key, modelName);
   console.log(`\nllama-server used: ${binaries}/llama-server (built by scripts/build-llama-server.sh; delete that directory to rebuild). README "Inference speed" explains the columns and the thread rule.`);
@@ -109,7 +102,7 @@ try {
 }
 
 function printTable(title: string, figures: RunFigures): void {
-  const cell = (f: LevelFigures) => `${f.tokensPerSecond.toFixed(1).padStart(6)} ${f.ttftP50Ms.toFixed(0).padStart(5)} ${f.ttftP95Ms.toFixed(0).padStart(5)}`;
+  const cell = figuresCell;
   console.log(`\n${title}: tok/s, time to first token p50 and p95 (ms)`);
   console.log("conc |    API tok/s p50 p95 | llama-server tok/s p50 p95 | direct tok/s p50 p95 | API/llama-server | API/direct | TTFT p50 API - llama-server");
   for (const level of LEVELS) {

@@ -21,3 +21,21 @@ export function levelFigures(runs: readonly { tokens: number; ttftMs: number }[]
 export function median(values: readonly number[]): number {
   return percentile(values, 50);
 }
+
+/** Per system and level, the median of each figure over interleaved runs. */
+export function medianFigures<System extends string>(runs: readonly Record<System, Record<number, LevelFigures>>[], systems: readonly System[], levels: readonly number[]): Record<System, Record<number, LevelFigures>> {
+  const medians = {} as Record<System, Record<number, LevelFigures>>;
+  for (const system of systems) {
+    medians[system] = {};
+    for (const level of levels) {
+      const of = (pick: (f: LevelFigures) => number) => median(runs.map((figures) => pick(figures[system][level] as LevelFigures)));
+      medians[system][level] = { tokensPerSecond: of((f) => f.tokensPerSecond), ttftP50Ms: of((f) => f.ttftP50Ms), ttftP95Ms: of((f) => f.ttftP95Ms) };
+    }
+  }
+  return medians;
+}
+
+/** One cell of a table: tokens/s, then time to first token p50 and p95. */
+export function figuresCell(f: LevelFigures): string {
+  return `${f.tokensPerSecond.toFixed(1).padStart(7)} ${f.ttftP50Ms.toFixed(0).padStart(5)} ${f.ttftP95Ms.toFixed(0).padStart(5)}`;
+}

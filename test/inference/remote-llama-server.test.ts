@@ -15,6 +15,7 @@ import { ensureBuiltInModel } from "../../services/weights/tiny-model.js";
 import { followJob } from "../support/art-client.js";
 import { rest as restAt } from "../support/clients.js";
 import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
+import { listProcesses } from "../support/processes.js";
 import { startServerProcess, type ServerProcess } from "../support/server-process.js";
 
 const repoRoot = join(import.meta.dirname, "..", "..");
@@ -157,7 +158,30 @@ describe("llama-server replicas this service runs", () => {
     expect((await greedy(isolated.server, `${name}:step0`, "2+2?", 8)).text).toBe((await greedy(embedded, "tiny-remote", "2+2?", 8)).text);
     expect((await greedy(isolated.server, "tiny-remote", "2+2?", 8)).text).toBe((await greedy(isolated.server, "tiny-chat", "2+2?", 8)).text);
   }, 300_000);
+
+  it("starts a replica again after it dies, with the adapters it held, while the other serves", async () => {
+    const launched = () => llamaServers(isolated.dataDir);
+    const [victim] = launched();
+    expect(victim, "a llama-server launched by the service").toBeDefined();
+    process.kill(victim!.pid, "SIGKILL");
+    // Meanwhile every request is answered (by the other replica, or after the restart).
+    const name = `wandb-artifact:///${entity}/remote/sft`;
+    expect((await greedy(isolated.server, name, "2+2?", 8)).text).toMatch(/^four/);
+    for (let i = 0; i < 4; i++) expect((await greedy(isolated.server, "tiny-remote", "hi", 4)).text.length).toBeGreaterThan(0);
+    const deadline = Date.now() + 60_000;
+    while (!launched().some((p) => p.port === victim!.port && p.pid !== victim!.pid)) {
+      if (Date.now() > deadline) throw new Error(`llama-server on port ${victim!.port} was not started again`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const again = launched().find((p) => p.port === victim!.port) as { args: string[] };
+    expect(again.args.filter((arg) => arg === "--lora").length).toBe(victim!.args.filter((arg) => arg === "--lora").length);
+  }, 120_000);
 });
+
+/** llama-server processes whose model lives under `dir` (those a server with that DATA_DIR started). */
+function llamaServers(dir: string): { pid: number; port: string; args: string[] }[] {
+  return listProcesses("llama-server", dir).map(({ pid, args }) => ({ pid, args, port: args[args.indexOf("--port") + 1] as string }));
+}
 
 describe("llama-server replicas run elsewhere", () => {
   /** Tokens each external replica has generated so far (its Prometheus counter). */

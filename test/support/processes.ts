@@ -4,6 +4,14 @@ import { readdirSync, readFileSync } from "node:fs";
 
 /** The pid of the process whose program ends with `program` and whose arguments mention `fragment`. */
 export function findProcess(program: string, fragment: string): number {
+  const found = listProcesses(program, fragment)[0];
+  if (!found) throw new Error(`no ${program} process with "${fragment}" in its arguments`);
+  return found.pid;
+}
+
+/** Every process whose program ends with `program` and whose arguments mention `fragment`, with its arguments. */
+export function listProcesses(program: string, fragment: string): { pid: number; args: string[] }[] {
+  const found: { pid: number; args: string[] }[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     let argv: string[];
@@ -12,9 +20,9 @@ export function findProcess(program: string, fragment: string): number {
     } catch {
       continue; // gone meanwhile
     }
-    if (argv[0]?.endsWith(program) && argv.slice(1).some((arg) => arg.includes(fragment))) return Number(entry);
+    if (argv[0]?.endsWith(program) && argv.slice(1).some((arg) => arg.includes(fragment))) found.push({ pid: Number(entry), args: argv.slice(1) });
   }
-  throw new Error(`no ${program} process with "${fragment}" in its arguments`);
+  return found;
 }
 
 /** Whether `pid` is alive (and not a zombie). */

@@ -194,27 +194,23 @@ export class LlamaEngine {
 
   /** A base model's tokenizer and template without its weights (for prompts of remote engines). */
   private vocabulary(name: string, source: string): Promise<LlamaModel> {
-    let model = this.vocabularies.get(name);
-    if (!model) {
-      model = (async () => {
-        const llama = await this.loadLlama();
-        return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir, this.settings.hubTimeoutMs), vocabOnly: true });
-      })();
-      this.vocabularies.set(name, model);
-      model.catch(() => this.vocabularies.delete(name));
-    }
-    return model;
+    return this.loaded(this.vocabularies, name, source, true);
   }
 
-  private async model(name: string, source: string): Promise<LlamaModel> {
-    let model = this.models.get(name);
+  private model(name: string, source: string): Promise<LlamaModel> {
+    return this.loaded(this.models, name, source, false);
+  }
+
+  /** A model loaded once per base model name (a failed load is tried again by the next request). */
+  private loaded(cache: Map<string, Promise<LlamaModel>>, name: string, source: string, vocabOnly: boolean): Promise<LlamaModel> {
+    let model = cache.get(name);
     if (!model) {
       model = (async () => {
         const llama = await this.loadLlama();
-        return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir, this.settings.hubTimeoutMs) });
+        return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir, this.settings.hubTimeoutMs), vocabOnly });
       })();
-      this.models.set(name, model);
-      model.catch(() => this.models.delete(name));
+      cache.set(name, model);
+      model.catch(() => cache.delete(name));
     }
     return model;
   }

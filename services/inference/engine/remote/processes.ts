@@ -65,10 +65,13 @@ export class LlamaServerProcesses implements ReplicaProcesses {
   async load(replica: Replica, adapter: AdapterRef): Promise<void> {
     while (replica.restarting) await replica.restarting;
     if (replica.adapters.has(adapter.key)) return;
-    this.files.set(adapter.key, await deliverAdapter(this.settings, adapter, "gguf"));
-    // Most recently used last; the oldest go when the set is full.
+    // Most recently used last; the oldest go when the set is full. The restart is registered at
+    // once (no await before it), so concurrent requests for this adapter wait for it rather than
+    // restart another replica.
     const keys = [...replica.adapters.keys(), adapter.key].slice(-this.settings.maxAdapters);
-    await this.restart(replica, keys, true);
+    await this.restart(replica, keys, true, async () => {
+      this.files.set(adapter.key, await deliverAdapter(this.settings, adapter, "gguf"));
+    });
   }
 
   async stop(): Promise<void> {
@@ -77,9 +80,10 @@ export class LlamaServerProcesses implements ReplicaProcesses {
   }
 
   /** Starts (or restarts) a replica with these adapters; requests wait on replica.restarting meanwhile. */
-  private restart(replica: Replica, keys: string[], drain: boolean): Promise<void> {
+  private restart(replica: Replica, keys: string[], drain: boolean, before?: () => Promise<void>): Promise<void> {
     this.pending.set(replica, new Set(keys));
     const run = (async () => {
+      await before?.();
       if (drain) {
         const until = Date.now() + DRAIN_MS;
         while (replica.inflight > 0 && Date.now() < until) await sleep(50);

@@ -1,0 +1,96 @@
+// `npm run bench:remote`: remote engines' throughput. Streamed chat completions (greedy,
+// BENCH_TOKENS tokens with ignore_eos) at concurrency 1, 4, 8 and 16 on three systems with the
+// same GGUF, each llama-server with BENCH_THREADS threads (default 1) and 8 slots:
+// - API -> 2 replicas: this service in front of two llama-server replicas it runs (ENGINES launch);
+// - API -> 1 replica: the same with one replica (what the service itself costs);
+// - 1 replica direct: one llama-server, its own API, no service in between.
+// Tokens/s and time to first token p50/p95, and the ratios of both API columns to the direct one.
+// BENCH_RUNS runs (default 3), interleaved; a table per run, then the medians. BENCH_MODEL=path: a
+// real GGUF (default: the built-in tiny model). Uses its own database.
+import { mkdtemp, rm } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
+import { ensureBuiltInModel } from "../../services/weights/tiny-model.js";
+import { startEmbeddedDatabase } from "../../services/store/launcher.js";
+import { connectDatabase } from "../../services/store/mongo.js";
+import { startServerProcess } from "../../test/support/server-process.js";
+import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
+import { figuresCell, levelFigures, medianFigures, type LevelFigures } from "./stats.js";
+import { streamChat } from "./stream-client.js";
+
+const LEVELS = [1, 4, 8, 16];
+const TOKENS = Number(process.env.BENCH_TOKENS ?? 128);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const THREADS = Number(process.env.BENCH_THREADS ?? 1);
+const SLOTS = 8;
+const SYSTEMS = ["API -> 2 replicas", "API -> 1 replica", "1 replica direct"] as const;
+type System = (typeof SYSTEMS)[number];
+type RunFigures = Record<System, Record<number, LevelFigures>>;
+
+const binaries = await llamaServerBinaries();
+const dataDir = await mkdtemp(join(tmpdir(), "srl-bench-remote-"));
+const modelFile = process.env.BENCH_MODEL ? resolve(process.env.BENCH_MODEL) : await ensureBuiltInModel("tiny-chat", dataDir);
+const launch = (count: number) => ({ kind: "llama-server", launch: { count, binary: join(binaries, "llama-server"), threads: THREADS, slots: SLOTS } });
+const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
+const server = await startServerProcess({
+  DATA_DIR: dataDir,
+  MONGODB_URI: database.uri,
+  MONGODB_DB: "bench",
+  LOG_LEVEL: "warn",
+  BASE_MODELS: `two=${modelFile},one=${modelFile}`,
+  ENGINES: JSON.stringify({ two: launch(2), one: launch(1) }),
+});
+let direct: LlamaServer | undefined;
+try {
+  const db = await connectDatabase(database.uri, "bench");
+  const key = (await new ApiKeys(db.db).create("bench")).key;
+  await db.close();
+  direct = await startLlamaServer(binaries, modelFile, ["-t", String(THREADS), "-np", String(SLOTS)]);
+  const targets: Record<System, { url: string; key: string | null; model: string }> = {
+    "API -> 2 replicas": { url: server.url, key, model: "two" },
+    "API -> 1 replica": { url: server.url, key, model: "one" },
+    "1 replica direct": { url: direct.url, key: null, model: "bench" },
+  };
+  // Warm up: the replicas start with the service; each answers once before timing.
+  for (const target of Object.values(targets)) for (let i = 0; i < 4; i++) await streamChat({ ...target, prompt: "Warm up", maxTokens: 8 });
+
+  const measure = async (system: System) => {
+    const figures: Record<number, LevelFigures> = {};
+    for (const level of LEVELS) {
+      const started = performance.now();
+      const runs = await Promise.all(Array.from({ length: level }, (_, i) => streamChat({ ...targets[system], prompt: `Story number ${i + 1}`, maxTokens: TOKENS })));
+      figures[level] = levelFigures(runs, (performance.now() - started) / 1000);
+    }
+    return figures;
+  };
+  console.log(`remote-engine benchmark: ${modelFile}, ${TOKENS} tokens per request (greedy, ignore_eos, streamed), llama-server with ${THREADS} thread(s) and ${SLOTS} slots each, ${cpus().length} cores, ${RUNS} interleaved runs`);
+  const all: RunFigures[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    const order = SYSTEMS.map((_, i) => SYSTEMS[(i + run) % SYSTEMS.length] as System);
+    const figures = {} as RunFigures;
+    for (const system of order) figures[system] = await measure(system);
+    all.push(figures);
+    printTable(`run ${run + 1}/${RUNS} (order: ${order.join(", ")})`, figures);
+  }
+  const medians = medianFigures(all, SYSTEMS, LEVELS);
+  printTable(`median of ${RUNS} runs`, medians);
+  console.log(`\nllama-server used: ${binaries}/llama-server (scripts/build-llama-server.sh). README "Remote engines" explains the setup.`);
+} finally {
+  await direct?.stop();
+  await server.stop();
+  await database.stop();
+  await rm(dataDir, { recursive: true, force: true });
+}
+
+function printTable(title: string, figures: RunFigures): void {
+  const cell = figuresCell;
+  console.log(`\n${title}: tok/s, time to first token p50 and p95 (ms)`);
+  console.log("conc | API -> 2 replicas     | API -> 1 replica      | 1 replica direct      | 2 replicas / direct | 1 replica / direct");
+  for (const level of LEVELS) {
+    const [two, one, alone] = SYSTEMS.map((system) => figures[system][level] as LevelFigures) as [LevelFigures, LevelFigures, LevelFigures];
+    console.log(
+      `${String(level).padStart(4)} | ${cell(two).padStart(21)} | ${cell(one).padStart(21)} | ${cell(alone).padStart(21)} | ${(two.tokensPerSecond / alone.tokensPerSecond).toFixed(2).padStart(19)} | ${(one.tokensPerSecond / alone.tokensPerSecond).toFixed(2).padStart(18)}`,
+    );
+  }
+}
