@@ -153,6 +153,9 @@ describe("llama-server replicas this service runs", () => {
       const local = await greedy(embedded, name, question as string, 8);
       expect(remote.text).toMatch(new RegExp(`^${answer}`));
       expect(remote.text).toBe(local.text);
+      // The trained answer ends its turn: the end token is neither output nor counted, on both.
+      expect(remote.finish).toBe("stop");
+      expect([remote.finish, remote.usage?.completion_tokens]).toEqual([local.finish, local.usage?.completion_tokens]);
     }
     // Step 0 is the base model on the replicas too, and a replica holding the adapter still serves the base.
     expect((await greedy(isolated.server, `${name}:step0`, "2+2?", 8)).text).toBe((await greedy(embedded, "tiny-remote", "2+2?", 8)).text);

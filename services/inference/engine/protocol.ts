@@ -118,6 +118,8 @@ export interface RenderedPrompt {
   promptTokenIds: number[];
   echoText: string | null;
   promptTokenTexts: string[] | null;
+  /** The model's end-of-generation tokens (a remote replica's output ends on them as the embedded engine's does). */
+  endTokenIds: number[];
 }
 
 export type GatewayToEngine =

@@ -10,6 +10,7 @@ import { ContextSizes } from "./context-size.js";
 import { describeBaseModel } from "./describe.js";
 import { EngineRequestError } from "./errors.js";
 import { generateChoice, promptLogprobs } from "./generate.js";
+import { endOfGenerationTokens } from "./model-info.js";
 import { modelPath } from "./model-source.js";
 import { buildPrompt } from "./prompt.js";
 import { SamplingPlan } from "./sampling.js";
@@ -96,7 +97,7 @@ export class LlamaEngine {
     const model = await this.vocabulary(request.base.name, request.base.source);
     const prompt = buildPrompt(model, request, contextSize);
     const promptTokenTexts = request.rawPrompt && request.echo ? prompt.tokens.map((token) => model.detokenize([token], true)) : null;
-    return { promptTokenIds: prompt.tokens, echoText: prompt.echoText, promptTokenTexts };
+    return { promptTokenIds: prompt.tokens, echoText: prompt.echoText, promptTokenTexts, endTokenIds: endOfGenerationTokens(model) };
   }
 
   private admit(request: GenerateRequest, model: LlamaModel, prompt: Token[], signal: AbortSignal): Promise<Lease> {

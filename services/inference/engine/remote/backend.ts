@@ -42,9 +42,15 @@ export interface ChoiceEnd {
 
 export interface Backend {
   readonly kind: string;
+  /** Whether the replica stops on the request's stop_token_ids itself (else this service closes the request). */
+  readonly stopsOnStopTokenIds: boolean;
   /** Throws a 400 naming the first option this kind of server cannot honour. */
   refuseUnsupported(request: GenerateRequest): void;
-  /** True when the replica answers its health endpoint as ready. */
+  /**
+   * True when the replica answers its health endpoint as ready; also brings what this service
+   * knows of the replica's loaded adapters up to date (a replica restarted by someone else has
+   * lost them).
+   */
   healthy(replica: Replica): Promise<boolean>;
   /** The replica's context per request (prompt plus completion). */
   contextSize(replica: Replica): Promise<number>;

@@ -13,6 +13,13 @@ export interface ChoiceEvents {
   finished(finishReason: "stop" | "length", stopReason: number | string | null): void;
 }
 
+/**
+ * What to do with the replica's request after a piece: read on; read to its end without taking
+ * more output (the replica stops there by itself, and its last message says what it reused from
+ * its cache); or close it now (the replica would go on).
+ */
+export type Verdict = "more" | "drain" | "close";
+
 export class ChoiceOutput {
   private readonly stream: TextStream;
   private readonly generated: number[] = [];
@@ -27,6 +34,10 @@ export class ChoiceOutput {
   constructor(
     private readonly request: GenerateRequest,
     private readonly maxTokens: number,
+    /** The model's end-of-generation tokens: the output ends on one, without it, as in the embedded engine. */
+    private readonly endTokenIds: ReadonlySet<number>,
+    /** Whether the replica stops on stop_token_ids itself (vLLM) or goes on (llama-server). */
+    private readonly replicaStopsOnIds: boolean,
     private readonly events: ChoiceEvents,
   ) {
     this.stream = new TextStream(request.stop, request.includeStopStrInOutput);
@@ -36,31 +47,34 @@ export class ChoiceOutput {
     return Math.max(this.generated.length, this.counted);
   }
 
-  /** Takes a piece; true when the choice has ended here (the replica's request should be closed). */
-  push(piece: Piece): boolean {
-    if (this.ended) return true;
+  /** Takes a piece; says whether the replica's request goes on. */
+  push(piece: Piece): Verdict {
+    if (this.ended) return "close";
     this.counted = Math.max(this.counted, piece.generated ?? 0);
-    const stopAt = piece.tokenIds.findIndex((id) => this.request.stopTokenIds.includes(id));
+    const stopAt = piece.tokenIds.findIndex((id) => this.request.stopTokenIds.includes(id) || (!this.request.ignoreEos && this.endTokenIds.has(id)));
     if (stopAt >= 0) {
-      // The stop token's own text is not output (as in the embedded engine); tokens before it are.
+      const id = piece.tokenIds[stopAt] as number;
+      // The stop or end token is not output, nor counted (as in the embedded engine); tokens before it are.
       this.take(piece.tokenIds.slice(0, stopAt), piece.logprobs.slice(0, stopAt), stopAt > 0 ? piece.text : "");
-      this.end("stop", piece.tokenIds[stopAt] as number);
-      return true;
+      if (piece.generated !== undefined) this.counted = piece.generated - (piece.tokenIds.length - stopAt);
+      this.end("stop", id);
+      return this.endTokenIds.has(id) || this.replicaStopsOnIds ? "drain" : "close";
     }
     const stop = this.take(piece.tokenIds, piece.logprobs, piece.text);
     if (stop !== null) {
       this.finish("stop", stop);
-      return true;
+      return "close";
     }
     if (this.request.repetitionDetection && repeats(this.generated, this.request.repetitionDetection)) {
       this.end("stop", "repetition");
-      return true;
+      return "close";
     }
     if (this.completionTokens >= this.maxTokens) {
+      // The replica was asked for the same number of tokens: it ends here too.
       this.end("length", null);
-      return true;
+      return "drain";
     }
-    return false;
+    return "more";
   }
 
   /** The replica ended the choice (end of generation, its max tokens, or its context). */

@@ -25,6 +25,7 @@ interface CompletionChunk {
 
 export class LlamaServerBackend implements Backend {
   readonly kind = "llama-server";
+  readonly stopsOnStopTokenIds = false;
 
   constructor(
     private readonly settings: RemoteEngineSettings,
@@ -56,6 +57,8 @@ export class LlamaServerBackend implements Backend {
   async healthy(replica: Replica): Promise<boolean> {
     const response = await send(`${replica.url}/health`, { method: "GET" }, this.options());
     await readText(replica.url, response);
+    // A replica run elsewhere may have been restarted, with other adapters or none.
+    if (response.ok && !this.managed?.has(replica)) await this.readAdapters(replica);
     return response.ok;
   }
 
@@ -89,8 +92,7 @@ export class LlamaServerBackend implements Backend {
       const key = entry.path.split(/[\\/]/).at(-2);
       if (key) seen.set(key, String(entry.id));
     }
-    for (const key of [...replica.adapters.keys()]) if (!seen.has(key)) replica.adapters.delete(key);
-    for (const [key, id] of seen) if (!replica.adapters.has(key)) replica.adapters.set(key, id);
+    replica.syncAdapters(seen);
   }
 
   async *generate(replica: Replica, adapter: AdapterRef | null, call: ChoiceCall, signal: AbortSignal): AsyncGenerator<Piece, ChoiceEnd> {

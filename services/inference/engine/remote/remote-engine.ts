@@ -75,8 +75,9 @@ export class RemoteEngine implements InferenceEngine {
     let completionTokens = 0;
     let cachedTokens = 0;
     const seed = request.sampling.seed;
+    const ends = new Set(prompt.endTokenIds);
     for (let choice = 0; choice < request.n; choice++) {
-      const output = new ChoiceOutput(request, maxTokens, {
+      const output = new ChoiceOutput(request, maxTokens, ends, this.backend.stopsOnStopTokenIds, {
         delta: (text, tokenIds, logprobs) => push({ type: "delta", id, choice, text, tokenIds, logprobs }),
         finished: (finishReason, stopReason) => push({ type: "finished", id, choice, finishReason, stopReason }),
       });
@@ -114,6 +115,7 @@ export class RemoteEngine implements InferenceEngine {
   /** One choice, moved to another replica while nothing of it was sent; resolves with the cached prompt tokens. */
   private async runChoice(adapter: AdapterRef | null, call: Parameters<Backend["generate"]>[2], output: ChoiceOutput, signal: AbortSignal): Promise<number> {
     const tried = new Set<Replica>();
+    let reloaded = false;
     for (;;) {
       const replica = this.router.pick(adapter, tried);
       tried.add(replica);
@@ -124,16 +126,20 @@ export class RemoteEngine implements InferenceEngine {
         replica.inflight++;
         try {
           const pieces = this.backend.generate(replica, adapter, call, signal);
+          let draining = false;
           for (;;) {
             const next = await pieces.next();
             if (next.done) {
               output.close(next.value);
               return next.value.cachedTokens;
             }
-            if (output.push(next.value)) {
+            if (draining) continue;
+            const verdict = output.push(next.value);
+            if (verdict === "close") {
               await pieces.return(undefined as never);
               return 0;
             }
+            draining = verdict === "drain";
           }
         } finally {
           replica.inflight--;
@@ -144,6 +150,13 @@ export class RemoteEngine implements InferenceEngine {
         if (output.sent) {
           this.markDown(replica, message);
           throw unavailable(`replica ${replica.url} of ${this.settings.base} failed during the completion (${message}); it was not retried because part of it was already sent`);
+        }
+        // The replica no longer has the adapter (restarted since it loaded it): load it again, once.
+        if (adapter && error instanceof ReplicaAnswered && error.status === 404 && !reloaded) {
+          reloaded = true;
+          replica.adapters.delete(adapter.key);
+          tried.delete(replica);
+          continue;
         }
         // The request itself is at fault (a 4xx other than overload): no other replica would do better.
         if (error instanceof ReplicaAnswered && error.status >= 400 && error.status < 500 && error.status !== 429 && error.status !== 408) throw replicaRefused(error);

@@ -17,6 +17,17 @@ export class Replica {
     public url: string,
   ) {}
 
+  /**
+   * What the replica reports it has loaded (key -> its handle there): others are forgotten, new
+   * ones count as least recently used.
+   */
+  syncAdapters(reported: ReadonlyMap<string, string>): void {
+    const kept = [...this.adapters].filter(([key]) => reported.has(key));
+    this.adapters.clear();
+    for (const [key, handle] of reported) if (!kept.some(([k]) => k === key)) this.adapters.set(key, handle);
+    for (const [key] of kept) this.adapters.set(key, reported.get(key) as string);
+  }
+
   /** Marks an adapter as just used (most recently used last). */
   touch(key: string): void {
     const handle = this.adapters.get(key);

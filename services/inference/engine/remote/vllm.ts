@@ -32,6 +32,7 @@ interface CompletionChunk {
 
 export class VllmBackend implements Backend {
   readonly kind = "vllm";
+  readonly stopsOnStopTokenIds = true;
   /** Requests in flight per replica and adapter: an adapter in use is never unloaded. */
   private readonly using = new Map<Replica, Map<string, number>>();
   private readonly loadingOn = new Map<Replica, Map<string, Promise<void>>>();
@@ -47,7 +48,11 @@ export class VllmBackend implements Backend {
   async healthy(replica: Replica): Promise<boolean> {
     const response = await send(`${replica.url}/health`, { method: "GET" }, this.options());
     await readText(replica.url, response);
-    return response.ok;
+    if (!response.ok) return false;
+    // The adapters it has now: a restarted replica has lost those this service loaded.
+    const list = (await callJson(`${replica.url}/v1/models`, { method: "GET" }, this.options())) as ModelList | null;
+    replica.syncAdapters(new Map((list?.data ?? []).filter((model) => model.parent && model.id).map((model) => [model.id as string, model.id as string])));
+    return true;
   }
 
   async contextSize(replica: Replica): Promise<number> {
@@ -82,14 +87,15 @@ export class VllmBackend implements Backend {
       if (!(error instanceof ReplicaAnswered && /already been loaded/i.test(error.message))) throw error;
     }
     replica.adapters.set(adapter.key, adapter.key);
-    await this.unloadBeyondLimit(replica);
+    await this.unloadBeyondLimit(replica, adapter.key);
   }
 
-  private async unloadBeyondLimit(replica: Replica): Promise<void> {
+  /** Least recently used first, never `keep` (about to be used) nor one in use; what is busy now goes later. */
+  private async unloadBeyondLimit(replica: Replica, keep: string | null): Promise<void> {
     const inUse = this.using.get(replica);
     for (const key of [...replica.adapters.keys()]) {
       if (replica.adapters.size <= this.settings.maxAdapters) return;
-      if ((inUse?.get(key) ?? 0) > 0) continue;
+      if (key === keep || (inUse?.get(key) ?? 0) > 0) continue;
       replica.adapters.delete(key);
       await callJson(`${replica.url}/v1/unload_lora_adapter`, { method: "POST", body: { lora_name: key } }, this.options()).catch(() => undefined);
     }
@@ -149,6 +155,7 @@ export class VllmBackend implements Backend {
       return { ...end, cachedTokens };
     } finally {
       counts.set(key, (counts.get(key) ?? 1) - 1);
+      if (replica.adapters.size > this.settings.maxAdapters) void this.unloadBeyondLimit(replica, null).catch(() => undefined);
     }
   }
 
