@@ -19,7 +19,8 @@ import { startEmbeddedDatabase } from "../../services/store/launcher.js";
 import { connectDatabase } from "../../services/store/mongo.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
-import { figuresCell, levelFigures, medianFigures, type LevelFigures } from "./stats.js";
+import { interleavedRuns, streamLevels, type Figures } from "./interleaved.js";
+import { figuresCell, levelFigures, type LevelFigures } from "./stats.js";
 import { streamChat } from "./stream-client.js";
 
 const LEVELS = [1, 4, 8, 16];
@@ -30,7 +31,7 @@ const THREADS = process.env.BENCH_THREADS ? Number(process.env.BENCH_THREADS) : 
 const MODEL_FILE = process.env.BENCH_MODEL ? resolve(process.env.BENCH_MODEL) : null;
 const SYSTEMS = ["API", "llama-server", "direct"] as const;
 type System = (typeof SYSTEMS)[number];
-type RunFigures = Record<System, Record<number, LevelFigures>>;
+type RunFigures = Record<System, Figures>;
 
 const binaries = await llamaServerBinaries();
 const dataDir = await mkdtemp(join(tmpdir(), "srl-bench-"));
@@ -57,15 +58,6 @@ try {
   const serverUrl = llamaServer.url;
   await streamChat({ url: serverUrl, key: null, model: modelName, prompt: "Warm up", maxTokens: 8 });
 
-  const overHttp = async (url: string, key: string | null) => {
-    const figures: Record<number, LevelFigures> = {};
-    for (const level of LEVELS) {
-      const started = performance.now();
-      const runs = await Promise.all(Array.from({ length: level }, (_, i) => streamChat({ url, key, model: modelName, prompt: `Story number ${i + 1}`, maxTokens: TOKENS })));
-      figures[level] = levelFigures(runs, (performance.now() - started) / 1000);
-    }
-    return figures;
-  };
   let directThreads = 0;
   const direct = async () => {
     const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", join(import.meta.dirname, "direct-llama.ts"), modelFile, String(THREADS ?? 0), String(SEQUENCES), String(TOKENS), ...LEVELS.map(String)], {
@@ -74,23 +66,19 @@ try {
     });
     const raw = JSON.parse(stdout.trim().split("\n").pop() as string) as { threads: number; results: Record<number, { runs: { tokens: number; ttftMs: number }[]; seconds: number }> };
     directThreads = raw.threads;
-    const figures: Record<number, LevelFigures> = {};
+    const figures: Figures = {};
     for (const level of LEVELS) figures[level] = levelFigures(raw.results[level]!.runs, raw.results[level]!.seconds);
     return figures;
   };
-  const measure: Record<System, () => Promise<Record<number, LevelFigures>>> = { API: () => overHttp(server.url, key), "llama-server": () => overHttp(serverUrl, null), direct };
+  const measure: Record<System, () => Promise<Figures>> = {
+    API: () => streamLevels({ url: server.url, key, model: modelName }, LEVELS, TOKENS),
+    "llama-server": () => streamLevels({ url: serverUrl, key: null, model: modelName }, LEVELS, TOKENS),
+    direct,
+  };
 
   const threadsText = THREADS ? `${THREADS} llama.cpp threads everywhere, ${SEQUENCES} sequences/slots` : `each system's defaults (service: ENGINE_THREADS and ENGINE_SEQUENCES unset; direct: the service's thread rule; llama-server: no -t/-np/-c)`;
   console.log(`inference benchmark: ${modelName} (${modelFile}), ${TOKENS} tokens per request (greedy, ignore_eos, streamed), ${threadsText}, ${cpus().length} cores, ${RUNS} interleaved runs`);
-  const all: RunFigures[] = [];
-  for (let run = 0; run < RUNS; run++) {
-    const figures = {} as RunFigures;
-    const order = SYSTEMS.map((_, i) => SYSTEMS[(i + run) % SYSTEMS.length] as System);
-    for (const system of order) figures[system] = await measure[system]();
-    all.push(figures);
-    printTable(`run ${run + 1}/${RUNS} (order: ${order.join(", ")})`, figures);
-  }
-  const medians = medianFigures(all, SYSTEMS, LEVELS);
+  const medians = await interleavedRuns(SYSTEMS, LEVELS, RUNS, (system) => measure[system](), printTable);
   printTable(`median of ${RUNS} runs (service's and direct's llama.cpp threads: ${directThreads})`, medians);
   await prefixCache(server.url, key, modelName);
   console.log(`\nllama-server used: ${binaries}/llama-server (built by scripts/build-llama-server.sh; delete that directory to rebuild). README "Inference speed" explains the columns and the thread rule.`);
@@ -102,7 +90,6 @@ try {
 }
 
 function printTable(title: string, figures: RunFigures): void {
-  const cell = figuresCell;
   console.log(`\n${title}: tok/s, time to first token p50 and p95 (ms)`);
   console.log("conc |    API tok/s p50 p95 | llama-server tok/s p50 p95 | direct tok/s p50 p95 | API/llama-server | API/direct | TTFT p50 API - llama-server");
   for (const level of LEVELS) {
@@ -110,7 +97,7 @@ function printTable(title: string, figures: RunFigures): void {
     const reference = figures["llama-server"][level] as LevelFigures;
     const direct = figures.direct[level] as LevelFigures;
     console.log(
-      `${String(level).padStart(4)} | ${cell(api).padStart(20)} | ${cell(reference).padStart(26)} | ${cell(direct).padStart(20)} | ${(api.tokensPerSecond / reference.tokensPerSecond).toFixed(2).padStart(16)} | ${(api.tokensPerSecond / direct.tokensPerSecond).toFixed(2).padStart(10)} | ${(api.ttftP50Ms - reference.ttftP50Ms).toFixed(0).padStart(6)} ms`,
+      `${String(level).padStart(4)} | ${figuresCell(api).padStart(20)} | ${figuresCell(reference).padStart(26)} | ${figuresCell(direct).padStart(20)} | ${(api.tokensPerSecond / reference.tokensPerSecond).toFixed(2).padStart(16)} | ${(api.tokensPerSecond / direct.tokensPerSecond).toFixed(2).padStart(10)} | ${(api.ttftP50Ms - reference.ttftP50Ms).toFixed(0).padStart(6)} ms`,
     );
   }
 }

@@ -16,7 +16,8 @@ import { startEmbeddedDatabase } from "../../services/store/launcher.js";
 import { connectDatabase } from "../../services/store/mongo.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
-import { figuresCell, levelFigures, medianFigures, type LevelFigures } from "./stats.js";
+import { interleavedRuns, streamLevels, type Figures } from "./interleaved.js";
+import { figuresCell, type LevelFigures } from "./stats.js";
 import { streamChat } from "./stream-client.js";
 
 const LEVELS = [1, 4, 8, 16];
@@ -26,7 +27,7 @@ const THREADS = Number(process.env.BENCH_THREADS ?? 1);
 const SLOTS = 8;
 const SYSTEMS = ["API -> 2 replicas", "API -> 1 replica", "1 replica direct"] as const;
 type System = (typeof SYSTEMS)[number];
-type RunFigures = Record<System, Record<number, LevelFigures>>;
+type RunFigures = Record<System, Figures>;
 
 const binaries = await llamaServerBinaries();
 const dataDir = await mkdtemp(join(tmpdir(), "srl-bench-remote-"));
@@ -55,25 +56,8 @@ try {
   // Warm up: the replicas start with the service; each answers once before timing.
   for (const target of Object.values(targets)) for (let i = 0; i < 4; i++) await streamChat({ ...target, prompt: "Warm up", maxTokens: 8 });
 
-  const measure = async (system: System) => {
-    const figures: Record<number, LevelFigures> = {};
-    for (const level of LEVELS) {
-      const started = performance.now();
-      const runs = await Promise.all(Array.from({ length: level }, (_, i) => streamChat({ ...targets[system], prompt: `Story number ${i + 1}`, maxTokens: TOKENS })));
-      figures[level] = levelFigures(runs, (performance.now() - started) / 1000);
-    }
-    return figures;
-  };
   console.log(`remote-engine benchmark: ${modelFile}, ${TOKENS} tokens per request (greedy, ignore_eos, streamed), llama-server with ${THREADS} thread(s) and ${SLOTS} slots each, ${cpus().length} cores, ${RUNS} interleaved runs`);
-  const all: RunFigures[] = [];
-  for (let run = 0; run < RUNS; run++) {
-    const order = SYSTEMS.map((_, i) => SYSTEMS[(i + run) % SYSTEMS.length] as System);
-    const figures = {} as RunFigures;
-    for (const system of order) figures[system] = await measure(system);
-    all.push(figures);
-    printTable(`run ${run + 1}/${RUNS} (order: ${order.join(", ")})`, figures);
-  }
-  const medians = medianFigures(all, SYSTEMS, LEVELS);
+  const medians = await interleavedRuns(SYSTEMS, LEVELS, RUNS, (system) => streamLevels(targets[system], LEVELS, TOKENS), printTable);
   printTable(`median of ${RUNS} runs`, medians);
   console.log(`\nllama-server used: ${binaries}/llama-server (scripts/build-llama-server.sh). README "Remote engines" explains the setup.`);
 } finally {
@@ -84,13 +68,12 @@ try {
 }
 
 function printTable(title: string, figures: RunFigures): void {
-  const cell = figuresCell;
   console.log(`\n${title}: tok/s, time to first token p50 and p95 (ms)`);
   console.log("conc | API -> 2 replicas     | API -> 1 replica      | 1 replica direct      | 2 replicas / direct | 1 replica / direct");
   for (const level of LEVELS) {
     const [two, one, alone] = SYSTEMS.map((system) => figures[system][level] as LevelFigures) as [LevelFigures, LevelFigures, LevelFigures];
     console.log(
-      `${String(level).padStart(4)} | ${cell(two).padStart(21)} | ${cell(one).padStart(21)} | ${cell(alone).padStart(21)} | ${(two.tokensPerSecond / alone.tokensPerSecond).toFixed(2).padStart(19)} | ${(one.tokensPerSecond / alone.tokensPerSecond).toFixed(2).padStart(18)}`,
+      `${String(level).padStart(4)} | ${figuresCell(two).padStart(21)} | ${figuresCell(one).padStart(21)} | ${figuresCell(alone).padStart(21)} | ${(two.tokensPerSecond / alone.tokensPerSecond).toFixed(2).padStart(19)} | ${(one.tokensPerSecond / alone.tokensPerSecond).toFixed(2).padStart(18)}`,
     );
   }
 }
