@@ -1,7 +1,15 @@
 // Models service: the model registry, checkpoints, trajectory logs, tracking runs, plus the
 // deployment's base-model catalog and health checks.
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { LogTrajectoriesRequestSchema, Models, type Checkpoint, type Model, type RunMetric } from "../../gen/srl/v1/models_pb.js";
+import {
+  LogTrajectoriesRequestSchema,
+  Models,
+  type Checkpoint,
+  type Model,
+  type RunMetric,
+  type StoredTrajectoryGroup,
+  type TrajectoryBatch,
+} from "../../gen/srl/v1/models_pb.js";
 import { SystemCheckResponseSchema, type CheckResult } from "../../gen/srl/v1/system_pb.js";
 import { ApiError, badRequest, unavailable } from "../core/errors.js";
 import type { DatabaseHealth } from "../store/health.js";
@@ -17,6 +25,7 @@ import type { ModelRecord, ModelRegistry } from "./registry.js";
 import type { RunMetricRecord, Runs } from "./runs.js";
 import { splitMetrics } from "./log-metrics.js";
 import type { TrajectoryLog } from "./trajectory-log.js";
+import { TrajectoryBatches, type StoredGroupView, type TrajectoryBatchView } from "./trajectory-batches.js";
 import type { ModelDeletion } from "./delete-model.js";
 
 export interface ModelsDeps {
@@ -35,6 +44,7 @@ export interface ModelsDeps {
 
 export function modelsHandlers(deps: ModelsDeps) {
   const { registry, checkpoints, runs } = deps;
+  const batches = new TrajectoryBatches(deps.trajectoryLog, deps.jobs, checkpoints);
   return defineHandlers(Models, {
     async createModel(request, context) {
       const principal = principalOf(context);
@@ -57,6 +67,10 @@ export function modelsHandlers(deps: ModelsDeps) {
     async listModels(request, context) {
       const page = await registry.list(principalOf(context).entity, { after: request.after, limit: request.limit ?? 20, project: request.project });
       return listEnvelope({ items: page.items.map(modelMessage), hasMore: page.hasMore });
+    },
+
+    async getModel(request, context) {
+      return modelMessage(await registry.getOwned(principalOf(context).entity, request.modelId));
     },
 
     async deleteModel(request, context) {
@@ -93,6 +107,18 @@ export function modelsHandlers(deps: ModelsDeps) {
         numTrajectories: request.trajectoryGroups.reduce((n, g) => n + g.trajectories.length, 0),
         metrics,
       };
+    },
+
+    async listTrajectoryBatches(request, context) {
+      const model = await registry.getOwned(principalOf(context).entity, request.modelId);
+      const page = await batches.list(model._id, { split: request.split, after: request.after, limit: request.limit ?? 20 });
+      return listEnvelope({ items: page.items.map(batchMessage), hasMore: page.hasMore });
+    },
+
+    async listTrajectoryGroups(request, context) {
+      const model = await registry.getOwned(principalOf(context).entity, request.modelId);
+      const page = await batches.groups(model._id, request.batchId, { after: request.after, limit: request.limit ?? 100 });
+      return listEnvelope({ items: page.items.map(groupMessage), hasMore: page.hasMore });
     },
 
     async getRun(request, context) {
@@ -172,7 +198,33 @@ export function modelsHandlers(deps: ModelsDeps) {
 }
 
 function modelMessage(model: ModelRecord): Omit<Model, "$typeName"> {
-  return { id: model._id, entity: model.entity, project: model.project, name: model.name, baseModel: model.base_model, runId: model.run_id };
+  return {
+    id: model._id,
+    entity: model.entity,
+    project: model.project,
+    name: model.name,
+    baseModel: model.base_model,
+    runId: model.run_id,
+    createdAt: model.created_at.toISOString(),
+  };
+}
+
+function batchMessage(batch: TrajectoryBatchView): Omit<TrajectoryBatch, "$typeName"> {
+  return {
+    id: batch.id,
+    source: batch.source,
+    split: batch.split,
+    step: batch.step,
+    numGroups: batch.numGroups,
+    createdAt: batch.createdAt.toISOString(),
+    trainingJobId: batch.trainingJob?.id,
+    trainingJobStatus: batch.trainingJob?.status,
+    producedStep: batch.trainingJob?.producedStep ?? undefined,
+  };
+}
+
+function groupMessage(group: StoredGroupView): Omit<StoredTrajectoryGroup, "$typeName"> {
+  return { id: group.id, index: group.index, group: group.group };
 }
 
 function checkpointMessage(checkpoint: CheckpointRecord): Omit<Checkpoint, "$typeName"> {

@@ -33,6 +33,52 @@ export class TrajectoryLog {
 
   async ensureIndexes(): Promise<void> {
     await this.groups.createIndex({ model_id: 1, split: 1, step: 1 });
+    // A batch's first group stands for the batch in listings; groups are read by position.
+    await this.groups.createIndex({ model_id: 1, index: 1, created_at: -1 });
+    await this.groups.createIndex({ batch_id: 1, index: 1 });
+  }
+
+  /** One record per stored batch (its first group, without the group itself), newest first. */
+  async batchesOf(modelId: string, split?: string): Promise<Omit<LoggedGroupRecord, "group_json">[]> {
+    return this.groups
+      .find({ model_id: modelId, index: 0, ...(split === undefined ? {} : { split }) }, { projection: { group_json: 0 } })
+      .sort({ created_at: -1, _id: -1 })
+      .toArray();
+  }
+
+  async countOfBatch(batchId: string): Promise<number> {
+    return this.groups.countDocuments({ batch_id: batchId });
+  }
+
+  async hasBatch(modelId: string, batchId: string): Promise<boolean> {
+    return (await this.groups.countDocuments({ model_id: modelId, batch_id: batchId }, { limit: 1 })) > 0;
+  }
+
+  /**
+   * A batch's groups from position `from` on, parsed (large ones read back from GridFS): at most
+   * `limit`, and no more than `maxBytes` of JSON unless one group alone is larger.
+   */
+  async groupsOf(batchId: string, from: number, limit: number, maxBytes: number): Promise<{ groups: { index: number; group: JsonObject }[]; hasMore: boolean }> {
+    const groups: { index: number; group: JsonObject }[] = [];
+    let bytes = 0;
+    // Small driver batches: inline groups can be megabytes each.
+    const cursor = this.groups
+      .find({ batch_id: batchId, index: { $gte: from } })
+      .sort({ index: 1 })
+      .limit(limit + 1)
+      .batchSize(16);
+    try {
+      for await (const record of cursor) {
+        if (groups.length === limit) return { groups, hasMore: true };
+        const json = record.group_json ?? (record.blob_id ? (await this.blobs.get(record.blob_id)).toString("utf8") : "{}");
+        if (groups.length > 0 && bytes + json.length > maxBytes) return { groups, hasMore: true };
+        bytes += json.length;
+        groups.push({ index: record.index, group: JSON.parse(json) as JsonObject });
+      }
+      return { groups, hasMore: false };
+    } finally {
+      await cursor.close();
+    }
   }
 
   async store(modelId: string, split: string, step: number, groups: JsonObject[]): Promise<string> {

@@ -28,6 +28,8 @@ export interface TrainingJobRecord {
   lease_expires_at: Date | null;
   /** RL: the trajectory groups as sent (JSON text in GridFS). */
   input_blob_id: ObjectId | null;
+  /** RL: how many groups that is (absent on jobs stored before it was recorded). */
+  input_groups?: number;
   /** JSON text of experimental_config (RL) or of the request's config objects (SFT). */
   config_json: string;
   training_data_url: string | null;
@@ -62,7 +64,7 @@ export class TrainingJobs {
   async createRl(input: { entity: string; modelId: string; groups: JsonObject[]; experimentalConfig: JsonObject }): Promise<TrainingJobRecord> {
     const id = randomUUID();
     const inputBlob = await this.blobs.put(`rl-job-${id}.json`, Buffer.from(JSON.stringify(input.groups)), { model_id: input.modelId, kind: "job_input", job_id: id });
-    return this.insert({ id, entity: input.entity, modelId: input.modelId, type: "rl", inputBlob, config: input.experimentalConfig, url: null });
+    return this.insert({ id, entity: input.entity, modelId: input.modelId, type: "rl", inputBlob, inputGroups: input.groups.length, config: input.experimentalConfig, url: null });
   }
 
   /** SFT creation is idempotent per (model, training_data_url) while the earlier job has not failed. */
@@ -72,7 +74,16 @@ export class TrainingJobs {
     return this.insert({ id: randomUUID(), entity: input.entity, modelId: input.modelId, type: "sft", inputBlob: null, config: input.config, url: input.trainingDataUrl });
   }
 
-  private async insert(input: { id: string; entity: string; modelId: string; type: JobType; inputBlob: ObjectId | null; config: JsonObject; url: string | null }): Promise<TrainingJobRecord> {
+  private async insert(input: {
+    id: string;
+    entity: string;
+    modelId: string;
+    type: JobType;
+    inputBlob: ObjectId | null;
+    inputGroups?: number;
+    config: JsonObject;
+    url: string | null;
+  }): Promise<TrainingJobRecord> {
     const record: TrainingJobRecord = {
       _id: input.id,
       entity: input.entity,
@@ -87,6 +98,7 @@ export class TrainingJobs {
       lease_owner: null,
       lease_expires_at: null,
       input_blob_id: input.inputBlob,
+      ...(input.inputGroups === undefined ? {} : { input_groups: input.inputGroups }),
       config_json: JSON.stringify(input.config),
       training_data_url: input.url,
       step: null,
@@ -107,6 +119,16 @@ export class TrainingJobs {
   /** A model's jobs, newest first. */
   async listForModel(modelId: string, options: { after?: string; limit: number }): Promise<Page<TrainingJobRecord>> {
     return paginate(this.jobs, { filter: { model_id: modelId }, orderField: "created_at", order: "desc", what: "training job", ...options });
+  }
+
+  /** A model's RL jobs (those with stored trajectory groups), newest first. */
+  async rlJobsOf(modelId: string): Promise<TrainingJobRecord[]> {
+    return this.jobs.find({ model_id: modelId, type: "rl" }).sort({ created_at: -1, _id: -1 }).toArray();
+  }
+
+  /** One of the model's RL jobs, or null. */
+  async rlJobOf(modelId: string, jobId: string): Promise<TrainingJobRecord | null> {
+    return this.jobs.findOne({ _id: jobId, model_id: modelId, type: "rl" });
   }
 
   async inputOf(job: TrainingJobRecord): Promise<JsonObject[]> {

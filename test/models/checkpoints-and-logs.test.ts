@@ -4,7 +4,7 @@ import { Models } from "../../gen/srl/v1/models_pb.js";
 import { Blobs } from "../../services/store/blobs.js";
 import { Checkpoints } from "../../services/models/checkpoints.js";
 import { Runs } from "../../services/models/runs.js";
-import { grpcUnary, rest } from "../support/clients.js";
+import { grpcUnary, rest, type ListPage } from "../support/clients.js";
 import { withDatabase } from "../support/db.js";
 import { createKey, uniqueEntity } from "../support/keys.js";
 
@@ -12,13 +12,6 @@ interface CheckpointJson {
   id: string;
   step: number;
   metrics: Record<string, number>;
-}
-interface Page<T> {
-  object: string;
-  data: T[];
-  has_more: boolean;
-  first_id: string;
-  last_id: string;
 }
 
 let key = "";
@@ -33,14 +26,14 @@ async function newModel(name: string): Promise<{ id: string; run_id: string }> {
 }
 
 /** Follows `after` pagination exactly as the OpenAI SDK's cursor page does. */
-async function allPages(path: string, query: string): Promise<{ items: CheckpointJson[]; pages: Page<CheckpointJson>[] }> {
+async function allPages(path: string, query: string): Promise<{ items: CheckpointJson[]; pages: ListPage<CheckpointJson>[] }> {
   const items: CheckpointJson[] = [];
-  const pages: Page<CheckpointJson>[] = [];
+  const pages: ListPage<CheckpointJson>[] = [];
   let after = "";
   for (;;) {
     const res = await rest("GET", `${path}?${query}${after ? `&after=${after}` : ""}`, { key });
     expect(res.status).toBe(200);
-    const page = res.body as Page<CheckpointJson>;
+    const page = res.body as ListPage<CheckpointJson>;
     pages.push(page);
     items.push(...page.data);
     if (!page.has_more || page.data.length === 0) return { items, pages };
@@ -93,9 +86,9 @@ describe("checkpoints", () => {
     expect(desc.pages.map((p) => [p.data.length, p.has_more])).toEqual([[15, true], [15, true], [15, false]]);
 
     const defaults = await rest("GET", path, { key });
-    expect((defaults.body as Page<CheckpointJson>).data.length).toBe(20);
+    expect((defaults.body as ListPage<CheckpointJson>).data.length).toBe(20);
     const latest = await rest("GET", `${path}?limit=1&order=desc`, { key });
-    expect((latest.body as Page<CheckpointJson>).data).toEqual([{ id: desc.items[0]?.id, step: 44, metrics: { "train/loss": 1 / 44 } }]);
+    expect((latest.body as ListPage<CheckpointJson>).data).toEqual([{ id: desc.items[0]?.id, step: 44, metrics: { "train/loss": 1 / 44 } }]);
 
     const unknownCursor = await rest("GET", `${path}?after=00000000-0000-4000-8000-000000000000`, { key });
     expect(unknownCursor.status).toBe(400);
@@ -113,7 +106,7 @@ describe("checkpoints", () => {
     });
     const res = await rest("DELETE", `/v1/preview/models/${model.id}/checkpoints`, { key, body: { steps: [1, 3, 7, 3, 9] } });
     expect(res).toMatchObject({ status: 200, body: { deleted_count: 2, not_found_steps: [7, 9] } });
-    const left = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints`, { key })).body as Page<CheckpointJson>;
+    const left = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints`, { key })).body as ListPage<CheckpointJson>;
     expect(left.data.map((c) => c.step)).toEqual([0, 2, 4]);
     const adapters = await withDatabase(({ db }) => db.collection("blobs.files").countDocuments({ "metadata.model_id": model.id }));
     expect(adapters).toBe(2);
@@ -159,7 +152,7 @@ describe("trajectory logs", () => {
     };
     expect(res.body).toEqual({ step: 0, num_groups: 2, num_trajectories: 3, metrics: expected });
 
-    const checkpoint = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body as Page<CheckpointJson>;
+    const checkpoint = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body as ListPage<CheckpointJson>;
     expect(checkpoint.data[0]?.metrics).toEqual(expected);
 
     const stored = await withDatabase(({ db }) => db.collection("trajectories").find({ model_id: model.id }).sort({ index: 1 }).toArray());
@@ -181,7 +174,7 @@ describe("trajectory logs", () => {
       rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split, trajectory_groups: [{ trajectories: [{ reward }, { reward }] }] } });
     expect(((await log("train", 0.25)).body as { step: number }).step).toBe(1);
     await log("val", 0.75);
-    const checkpoint = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body as Page<CheckpointJson>;
+    const checkpoint = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints?order=desc&limit=1`, { key })).body as ListPage<CheckpointJson>;
     expect(checkpoint.data[0]?.metrics).toEqual({
       "train/loss": 0.3,
       "train/reward": 0.25,
@@ -191,10 +184,10 @@ describe("trajectory logs", () => {
       "val/exception_rate": 0,
       "val/reward_std_dev": 0,
     });
-    const first = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=4`, { key })).body as Page<{ id: string; name: string; step: number }>;
+    const first = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=4`, { key })).body as ListPage<{ id: string; name: string; step: number }>;
     expect(first.data.length).toBe(4);
     expect(first.has_more).toBe(true);
-    const rest2 = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=4&after=${first.last_id}`, { key })).body as Page<{ name: string }>;
+    const rest2 = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=4&after=${first.last_id}`, { key })).body as ListPage<{ name: string }>;
     expect(rest2.data.map((m) => m.name)).toEqual(["val/exception_rate", "val/reward_std_dev"]);
     expect(rest2.has_more).toBe(false);
   });
@@ -211,7 +204,7 @@ describe("trajectory logs", () => {
     const all = async (query: string) => {
       const rows: { id: string; name: string; step: number; value: number }[] = [];
       for (let after = ""; ; ) {
-        const page = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=100${query}${after ? `&after=${after}` : ""}`, { key })).body as Page<{ id: string; name: string; step: number; value: number }>;
+        const page = (await rest("GET", `/v1/preview/runs/${model.run_id}/metrics?limit=100${query}${after ? `&after=${after}` : ""}`, { key })).body as ListPage<{ id: string; name: string; step: number; value: number }>;
         rows.push(...page.data);
         if (!page.has_more) return rows;
         after = page.last_id;

@@ -33,7 +33,7 @@ describe("create model", () => {
     const res = await createModel({ entity: null, project: "demo", name: "agent-001", base_model: "tiny-chat", return_existing: true });
     expect(res.status).toBe(200);
     const model = res.body as ModelJson;
-    expect(model).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), entity, project: "demo", name: "agent-001", base_model: "tiny-chat", run_id: expect.stringMatching(/^[a-z0-9]{8}$/) });
+    expect(model).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), entity, project: "demo", name: "agent-001", base_model: "tiny-chat", run_id: expect.stringMatching(/^[a-z0-9]{8}$/), created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) });
     const run = await rest("GET", `/v1/preview/runs/${model.run_id}`, { key });
     expect(run.body).toMatchObject({ id: model.run_id, entity, project: "demo", name: "agent-001", model_id: model.id, summary: {} });
     // Every model starts at step 0 (the base model).

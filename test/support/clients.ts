@@ -11,6 +11,15 @@ import { ValidationErrorSchema, type ValidationError } from "../../gen/srl/v1/er
 
 export const baseUrl = () => inject("baseUrl");
 
+/** The list envelope every REST list answers with. */
+export interface ListPage<T> {
+  object: string;
+  data: T[];
+  has_more: boolean;
+  first_id: string;
+  last_id: string;
+}
+
 export interface RestResponse {
   status: number;
   headers: Headers;

@@ -5,18 +5,19 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import { file_srl_v1_options } from "./options_pb.js";
 import type { HealthRequestSchema, HealthResponseSchema, ListBaseModelDetailsRequestSchema, ListBaseModelDetailsResponseSchema, ListBaseModelsRequestSchema, ListBaseModelsResponseSchema, SystemCheckRequestSchema, SystemCheckResponseSchema } from "./system_pb.js";
 import { file_srl_v1_system } from "./system_pb.js";
 import type { TrajectoryGroup } from "./trajectory_pb.js";
 import { file_srl_v1_trajectory } from "./trajectory_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file srl/v1/models.proto.
  */
 export const file_srl_v1_models: GenFile = /*@__PURE__*/
-  fileDesc("ChNzcmwvdjEvbW9kZWxzLnByb3RvEgZzcmwudjEifgoFTW9kZWwSCgoCaWQYASABKAkSDgoGZW50aXR5GAIgASgJEg8KB3Byb2plY3QYAyABKAkSDAoEbmFtZRgEIAEoCRISCgpiYXNlX21vZGVsGAUgASgJEhsKBnJ1bl9pZBgGIAEoCUIGyvMYAhABSACIAQFCCQoHX3J1bl9pZCLGAQoSQ3JlYXRlTW9kZWxSZXF1ZXN0EhsKBmVudGl0eRgBIAEoCUIGyvMYAhABSACIAQESFwoHcHJvamVjdBgCIAEoCUIGyvMYAggBEhQKBG5hbWUYAyABKAlCBsrzGAIIARIaCgpiYXNlX21vZGVsGAQgASgJQgbK8xgCCAESKQoPcmV0dXJuX2V4aXN0aW5nGAUgASgIQgvK8xgHOgVmYWxzZUgBiAEBQgkKB19lbnRpdHlCEgoQX3JldHVybl9leGlzdGluZyIZChdHZXRDdXJyZW50RW50aXR5UmVxdWVzdCIzCg1DdXJyZW50RW50aXR5Eg4KBmVudGl0eRgBIAEoCRISCgprZXlfcHJlZml4GAIgASgJIi4KEkRlbGV0ZU1vZGVsUmVxdWVzdBIYCghtb2RlbF9pZBgBIAEoCUIGyvMYAggBIlkKE0RlbGV0ZU1vZGVsUmVzcG9uc2USEAoIbW9kZWxfaWQYASABKAkSGwoTZGVsZXRlZF9jaGVja3BvaW50cxgCIAEoBRITCgtkZWxldGVkX3J1bhgDIAEoCCKIAQoKQ2hlY2twb2ludBIKCgJpZBgBIAEoCRIMCgRzdGVwGAIgASgFEjAKB21ldHJpY3MYAyADKAsyHy5zcmwudjEuQ2hlY2twb2ludC5NZXRyaWNzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEivgEKFkxpc3RDaGVja3BvaW50c1JlcXVlc3QSGAoIbW9kZWxfaWQYASABKAlCBsrzGAIIARIaCgVhZnRlchgCIAEoCUIGyvMYAhABSACIAQESJAoFbGltaXQYAyABKAVCEMrzGAwiATEqAzEwMDoCMjBIAYgBARIqCgVvcmRlchgEIAEoCUIWyvMYEjIDYXNjMgRkZXNjOgUiYXNjIkgCiAEBQggKBl9hZnRlckIICgZfbGltaXRCCAoGX29yZGVyIoABChdMaXN0Q2hlY2twb2ludHNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSIAoEZGF0YRgCIAMoCzISLnNybC52MS5DaGVja3BvaW50EhAKCGhhc19tb3JlGAMgASgIEhAKCGZpcnN0X2lkGAQgASgJEg8KB2xhc3RfaWQYBSABKAkiSwoYRGVsZXRlQ2hlY2twb2ludHNSZXF1ZXN0EhgKCG1vZGVsX2lkGAEgASgJQgbK8xgCCAESFQoFc3RlcHMYAiADKAVCBsrzGAIIASJLChlEZWxldGVDaGVja3BvaW50c1Jlc3BvbnNlEhUKDWRlbGV0ZWRfY291bnQYASABKAUSFwoPbm90X2ZvdW5kX3N0ZXBzGAIgAygFIoUBChZMb2dUcmFqZWN0b3JpZXNSZXF1ZXN0EhgKCG1vZGVsX2lkGAEgASgJQgbK8xgCCAESFQoFc3BsaXQYAiABKAlCBsrzGAIIARI6ChF0cmFqZWN0b3J5X2dyb3VwcxgDIAMoCzIXLnNybC52MS5UcmFqZWN0b3J5R3JvdXBCBsrzGAIIASLEAQoXTG9nVHJhamVjdG9yaWVzUmVzcG9uc2USDAoEc3RlcBgBIAEoBRISCgpudW1fZ3JvdXBzGAIgASgFEhgKEG51bV90cmFqZWN0b3JpZXMYAyABKAUSPQoHbWV0cmljcxgEIAMoCzIsLnNybC52MS5Mb2dUcmFqZWN0b3JpZXNSZXNwb25zZS5NZXRyaWNzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEi0wEKA1J1bhIKCgJpZBgBIAEoCRIOCgZlbnRpdHkYAiABKAkSDwoHcHJvamVjdBgDIAEoCRIMCgRuYW1lGAQgASgJEhUKCG1vZGVsX2lkGAUgASgJSACIAQESEgoKY3JlYXRlZF9hdBgGIAEoCRIpCgdzdW1tYXJ5GAcgAygLMhguc3JsLnYxLlJ1bi5TdW1tYXJ5RW50cnkaLgoMU3VtbWFyeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCCwoJX21vZGVsX2lkIicKDUdldFJ1blJlcXVlc3QSFgoGcnVuX2lkGAEgASgJQgbK8xgCCAEiXwoJUnVuTWV0cmljEgoKAmlkGAEgASgJEgwKBHN0ZXAYAiABKAUSDQoFc3BsaXQYAyABKAkSDAoEbmFtZRgEIAEoCRINCgV2YWx1ZRgFIAEoARIMCgR0aW1lGAYgASgJIqsBChVMaXN0UnVuTWV0cmljc1JlcXVlc3QSFgoGcnVuX2lkGAEgASgJQgbK8xgCCAESGgoFYWZ0ZXIYAiABKAlCBsrzGAIQAUgAiAEBEiYKBWxpbWl0GAMgASgFQhLK8xgOIgExKgQxMDAwOgMxMDBIAYgBARIZCgRuYW1lGAQgASgJQgbK8xgCEAFIAogBAUIICgZfYWZ0ZXJCCAoGX2xpbWl0QgcKBV9uYW1lIn4KFkxpc3RSdW5NZXRyaWNzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEh8KBGRhdGEYAiADKAsyES5zcmwudjEuUnVuTWV0cmljEhAKCGhhc19tb3JlGAMgASgIEhAKCGZpcnN0X2lkGAQgASgJEg8KB2xhc3RfaWQYBSABKAkikwEKEUxpc3RNb2RlbHNSZXF1ZXN0EhoKBWFmdGVyGAEgASgJQgbK8xgCEAFIAIgBARIkCgVsaW1pdBgCIAEoBUIQyvMYDCIBMSoDMTAwOgIyMEgBiAEBEhwKB3Byb2plY3QYAyABKAlCBsrzGAIQAUgCiAEBQggKBl9hZnRlckIICgZfbGltaXRCCgoIX3Byb2plY3QidgoSTGlzdE1vZGVsc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIbCgRkYXRhGAIgAygLMg0uc3JsLnYxLk1vZGVsEhAKCGhhc19tb3JlGAMgASgIEhAKCGZpcnN0X2lkGAQgASgJEg8KB2xhc3RfaWQYBSABKAky0AsKBk1vZGVscxJXCgtDcmVhdGVNb2RlbBIaLnNybC52MS5DcmVhdGVNb2RlbFJlcXVlc3QaDS5zcmwudjEuTW9kZWwiHYLT5JMCFzoBKiISL3YxL3ByZXZpZXcvbW9kZWxzEl8KCkxpc3RNb2RlbHMSGS5zcmwudjEuTGlzdE1vZGVsc1JlcXVlc3QaGi5zcmwudjEuTGlzdE1vZGVsc1Jlc3BvbnNlIhqC0+STAhQSEi92MS9wcmV2aWV3L21vZGVscxJtCgtEZWxldGVNb2RlbBIaLnNybC52MS5EZWxldGVNb2RlbFJlcXVlc3QaGy5zcmwudjEuRGVsZXRlTW9kZWxSZXNwb25zZSIlgtPkkwIfKh0vdjEvcHJldmlldy9tb2RlbHMve21vZGVsX2lkfRKFAQoPTGlzdENoZWNrcG9pbnRzEh4uc3JsLnYxLkxpc3RDaGVja3BvaW50c1JlcXVlc3QaHy5zcmwudjEuTGlzdENoZWNrcG9pbnRzUmVzcG9uc2UiMYLT5JMCKxIpL3YxL3ByZXZpZXcvbW9kZWxzL3ttb2RlbF9pZH0vY2hlY2twb2ludHMSjgEKEURlbGV0ZUNoZWNrcG9pbnRzEiAuc3JsLnYxLkRlbGV0ZUNoZWNrcG9pbnRzUmVxdWVzdBohLnNybC52MS5EZWxldGVDaGVja3BvaW50c1Jlc3BvbnNlIjSC0+STAi46ASoqKS92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9L2NoZWNrcG9pbnRzEoABCg9Mb2dUcmFqZWN0b3JpZXMSHi5zcmwudjEuTG9nVHJhamVjdG9yaWVzUmVxdWVzdBofLnNybC52MS5Mb2dUcmFqZWN0b3JpZXNSZXNwb25zZSIsgtPkkwImOgEqIiEvdjEvcHJldmlldy9tb2RlbHMve21vZGVsX2lkfS9sb2cSTwoGR2V0UnVuEhUuc3JsLnYxLkdldFJ1blJlcXVlc3QaCy5zcmwudjEuUnVuIiGC0+STAhsSGS92MS9wcmV2aWV3L3J1bnMve3J1bl9pZH0SegoOTGlzdFJ1bk1ldHJpY3MSHS5zcmwudjEuTGlzdFJ1bk1ldHJpY3NSZXF1ZXN0Gh4uc3JsLnYxLkxpc3RSdW5NZXRyaWNzUmVzcG9uc2UiKYLT5JMCIxIhL3YxL3ByZXZpZXcvcnVucy97cnVuX2lkfS9tZXRyaWNzEn4KDkxpc3RCYXNlTW9kZWxzEh0uc3JsLnYxLkxpc3RCYXNlTW9kZWxzUmVxdWVzdBoeLnNybC52MS5MaXN0QmFzZU1vZGVsc1Jlc3BvbnNlIi3S8xgCCAGC0+STAiFiBm1vZGVscxIXL3YxL3ByZXZpZXcvYmFzZS1tb2RlbHMSkAEKFExpc3RCYXNlTW9kZWxEZXRhaWxzEiMuc3JsLnYxLkxpc3RCYXNlTW9kZWxEZXRhaWxzUmVxdWVzdBokLnNybC52MS5MaXN0QmFzZU1vZGVsRGV0YWlsc1Jlc3BvbnNlIi3S8xgCCAGC0+STAiESHy92MS9wcmV2aWV3L2Jhc2UtbW9kZWxzL2RldGFpbHMSUQoGSGVhbHRoEhUuc3JsLnYxLkhlYWx0aFJlcXVlc3QaFi5zcmwudjEuSGVhbHRoUmVzcG9uc2UiGNLzGAIIAYLT5JMCDBIKL3YxL2hlYWx0aBJmChBHZXRDdXJyZW50RW50aXR5Eh8uc3JsLnYxLkdldEN1cnJlbnRFbnRpdHlSZXF1ZXN0GhUuc3JsLnYxLkN1cnJlbnRFbnRpdHkiGoLT5JMCFBISL3YxL3ByZXZpZXcvd2hvYW1pEmYKC1N5c3RlbUNoZWNrEhouc3JsLnYxLlN5c3RlbUNoZWNrUmVxdWVzdBobLnNybC52MS5TeXN0ZW1DaGVja1Jlc3BvbnNlIh7S8xgCCAGC0+STAhISEC92MS9zeXN0ZW0tY2hlY2tiBnByb3RvMw", [file_google_api_annotations, file_srl_v1_options, file_srl_v1_system, file_srl_v1_trajectory]);
+  fileDesc("ChNzcmwvdjEvbW9kZWxzLnByb3RvEgZzcmwudjEikgEKBU1vZGVsEgoKAmlkGAEgASgJEg4KBmVudGl0eRgCIAEoCRIPCgdwcm9qZWN0GAMgASgJEgwKBG5hbWUYBCABKAkSEgoKYmFzZV9tb2RlbBgFIAEoCRIbCgZydW5faWQYBiABKAlCBsrzGAIQAUgAiAEBEhIKCmNyZWF0ZWRfYXQYByABKAlCCQoHX3J1bl9pZCLGAQoSQ3JlYXRlTW9kZWxSZXF1ZXN0EhsKBmVudGl0eRgBIAEoCUIGyvMYAhABSACIAQESFwoHcHJvamVjdBgCIAEoCUIGyvMYAggBEhQKBG5hbWUYAyABKAlCBsrzGAIIARIaCgpiYXNlX21vZGVsGAQgASgJQgbK8xgCCAESKQoPcmV0dXJuX2V4aXN0aW5nGAUgASgIQgvK8xgHOgVmYWxzZUgBiAEBQgkKB19lbnRpdHlCEgoQX3JldHVybl9leGlzdGluZyIZChdHZXRDdXJyZW50RW50aXR5UmVxdWVzdCIzCg1DdXJyZW50RW50aXR5Eg4KBmVudGl0eRgBIAEoCRISCgprZXlfcHJlZml4GAIgASgJIisKD0dldE1vZGVsUmVxdWVzdBIYCghtb2RlbF9pZBgBIAEoCUIGyvMYAggBIi4KEkRlbGV0ZU1vZGVsUmVxdWVzdBIYCghtb2RlbF9pZBgBIAEoCUIGyvMYAggBIlkKE0RlbGV0ZU1vZGVsUmVzcG9uc2USEAoIbW9kZWxfaWQYASABKAkSGwoTZGVsZXRlZF9jaGVja3BvaW50cxgCIAEoBRITCgtkZWxldGVkX3J1bhgDIAEoCCKIAQoKQ2hlY2twb2ludBIKCgJpZBgBIAEoCRIMCgRzdGVwGAIgASgFEjAKB21ldHJpY3MYAyADKAsyHy5zcmwudjEuQ2hlY2twb2ludC5NZXRyaWNzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEivgEKFkxpc3RDaGVja3BvaW50c1JlcXVlc3QSGAoIbW9kZWxfaWQYASABKAlCBsrzGAIIARIaCgVhZnRlchgCIAEoCUIGyvMYAhABSACIAQESJAoFbGltaXQYAyABKAVCEMrzGAwiATEqAzEwMDoCMjBIAYgBARIqCgVvcmRlchgEIAEoCUIWyvMYEjIDYXNjMgRkZXNjOgUiYXNjIkgCiAEBQggKBl9hZnRlckIICgZfbGltaXRCCAoGX29yZGVyIoABChdMaXN0Q2hlY2twb2ludHNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSIAoEZGF0YRgCIAMoCzISLnNybC52MS5DaGVja3BvaW50EhAKCGhhc19tb3JlGAMgASgIEhAKCGZpcnN0X2lkGAQgASgJEg8KB2xhc3RfaWQYBSABKAkiSwoYRGVsZXRlQ2hlY2twb2ludHNSZXF1ZXN0EhgKCG1vZGVsX2lkGAEgASgJQgbK8xgCCAESFQoFc3RlcHMYAiADKAVCBsrzGAIIASJLChlEZWxldGVDaGVja3BvaW50c1Jlc3BvbnNlEhUKDWRlbGV0ZWRfY291bnQYASABKAUSFwoPbm90X2ZvdW5kX3N0ZXBzGAIgAygFIoUBChZMb2dUcmFqZWN0b3JpZXNSZXF1ZXN0EhgKCG1vZGVsX2lkGAEgASgJQgbK8xgCCAESFQoFc3BsaXQYAiABKAlCBsrzGAIIARI6ChF0cmFqZWN0b3J5X2dyb3VwcxgDIAMoCzIXLnNybC52MS5UcmFqZWN0b3J5R3JvdXBCBsrzGAIIASK0AQocTGlzdFRyYWplY3RvcnlCYXRjaGVzUmVxdWVzdBIYCghtb2RlbF9pZBgBIAEoCUIGyvMYAggBEhoKBXNwbGl0GAIgASgJQgbK8xgCEAFIAIgBARIaCgVhZnRlchgDIAEoCUIGyvMYAhABSAGIAQESJAoFbGltaXQYBCABKAVCEMrzGAwiATEqAzEwMDoCMjBIAogBAUIICgZfc3BsaXRCCAoGX2FmdGVyQggKBl9saW1pdCKkAgoPVHJhamVjdG9yeUJhdGNoEgoKAmlkGAEgASgJEg4KBnNvdXJjZRgCIAEoCRINCgVzcGxpdBgDIAEoCRIMCgRzdGVwGAQgASgFEhIKCm51bV9ncm91cHMYBSABKAUSEgoKY3JlYXRlZF9hdBgGIAEoCRIkCg90cmFpbmluZ19qb2JfaWQYByABKAlCBsrzGAIQAUgAiAEBEigKE3RyYWluaW5nX2pvYl9zdGF0dXMYCCABKAlCBsrzGAIQAUgBiAEBEiIKDXByb2R1Y2VkX3N0ZXAYCSABKAVCBsrzGAIQAUgCiAEBQhIKEF90cmFpbmluZ19qb2JfaWRCFgoUX3RyYWluaW5nX2pvYl9zdGF0dXNCEAoOX3Byb2R1Y2VkX3N0ZXAiiwEKHUxpc3RUcmFqZWN0b3J5QmF0Y2hlc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIlCgRkYXRhGAIgAygLMhcuc3JsLnYxLlRyYWplY3RvcnlCYXRjaBIQCghoYXNfbW9yZRgDIAEoCBIQCghmaXJzdF9pZBgEIAEoCRIPCgdsYXN0X2lkGAUgASgJIqgBChtMaXN0VHJhamVjdG9yeUdyb3Vwc1JlcXVlc3QSGAoIbW9kZWxfaWQYASABKAlCBsrzGAIIARIYCghiYXRjaF9pZBgCIAEoCUIGyvMYAggBEhoKBWFmdGVyGAMgASgJQgbK8xgCEAFIAIgBARIlCgVsaW1pdBgEIAEoBUIRyvMYDSIBMSoDNTAwOgMxMDBIAYgBAUIICgZfYWZ0ZXJCCAoGX2xpbWl0IloKFVN0b3JlZFRyYWplY3RvcnlHcm91cBIKCgJpZBgBIAEoCRINCgVpbmRleBgCIAEoBRImCgVncm91cBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QikAEKHExpc3RUcmFqZWN0b3J5R3JvdXBzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEisKBGRhdGEYAiADKAsyHS5zcmwudjEuU3RvcmVkVHJhamVjdG9yeUdyb3VwEhAKCGhhc19tb3JlGAMgASgIEhAKCGZpcnN0X2lkGAQgASgJEg8KB2xhc3RfaWQYBSABKAkixAEKF0xvZ1RyYWplY3Rvcmllc1Jlc3BvbnNlEgwKBHN0ZXAYASABKAUSEgoKbnVtX2dyb3VwcxgCIAEoBRIYChBudW1fdHJhamVjdG9yaWVzGAMgASgFEj0KB21ldHJpY3MYBCADKAsyLC5zcmwudjEuTG9nVHJhamVjdG9yaWVzUmVzcG9uc2UuTWV0cmljc0VudHJ5Gi4KDE1ldHJpY3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBItMBCgNSdW4SCgoCaWQYASABKAkSDgoGZW50aXR5GAIgASgJEg8KB3Byb2plY3QYAyABKAkSDAoEbmFtZRgEIAEoCRIVCghtb2RlbF9pZBgFIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYBiABKAkSKQoHc3VtbWFyeRgHIAMoCzIYLnNybC52MS5SdW4uU3VtbWFyeUVudHJ5Gi4KDFN1bW1hcnlFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBQgsKCV9tb2RlbF9pZCInCg1HZXRSdW5SZXF1ZXN0EhYKBnJ1bl9pZBgBIAEoCUIGyvMYAggBIl8KCVJ1bk1ldHJpYxIKCgJpZBgBIAEoCRIMCgRzdGVwGAIgASgFEg0KBXNwbGl0GAMgASgJEgwKBG5hbWUYBCABKAkSDQoFdmFsdWUYBSABKAESDAoEdGltZRgGIAEoCSKrAQoVTGlzdFJ1bk1ldHJpY3NSZXF1ZXN0EhYKBnJ1bl9pZBgBIAEoCUIGyvMYAggBEhoKBWFmdGVyGAIgASgJQgbK8xgCEAFIAIgBARImCgVsaW1pdBgDIAEoBUISyvMYDiIBMSoEMTAwMDoDMTAwSAGIAQESGQoEbmFtZRgEIAEoCUIGyvMYAhABSAKIAQFCCAoGX2FmdGVyQggKBl9saW1pdEIHCgVfbmFtZSJ+ChZMaXN0UnVuTWV0cmljc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIfCgRkYXRhGAIgAygLMhEuc3JsLnYxLlJ1bk1ldHJpYxIQCghoYXNfbW9yZRgDIAEoCBIQCghmaXJzdF9pZBgEIAEoCRIPCgdsYXN0X2lkGAUgASgJIpMBChFMaXN0TW9kZWxzUmVxdWVzdBIaCgVhZnRlchgBIAEoCUIGyvMYAhABSACIAQESJAoFbGltaXQYAiABKAVCEMrzGAwiATEqAzEwMDoCMjBIAYgBARIcCgdwcm9qZWN0GAMgASgJQgbK8xgCEAFIAogBAUIICgZfYWZ0ZXJCCAoGX2xpbWl0QgoKCF9wcm9qZWN0InYKEkxpc3RNb2RlbHNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSGwoEZGF0YRgCIAMoCzINLnNybC52MS5Nb2RlbBIQCghoYXNfbW9yZRgDIAEoCBIQCghmaXJzdF9pZBgEIAEoCRIPCgdsYXN0X2lkGAUgASgJMvwOCgZNb2RlbHMSVwoLQ3JlYXRlTW9kZWwSGi5zcmwudjEuQ3JlYXRlTW9kZWxSZXF1ZXN0Gg0uc3JsLnYxLk1vZGVsIh2C0+STAhc6ASoiEi92MS9wcmV2aWV3L21vZGVscxJfCgpMaXN0TW9kZWxzEhkuc3JsLnYxLkxpc3RNb2RlbHNSZXF1ZXN0Ghouc3JsLnYxLkxpc3RNb2RlbHNSZXNwb25zZSIagtPkkwIUEhIvdjEvcHJldmlldy9tb2RlbHMSWQoIR2V0TW9kZWwSFy5zcmwudjEuR2V0TW9kZWxSZXF1ZXN0Gg0uc3JsLnYxLk1vZGVsIiWC0+STAh8SHS92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9Em0KC0RlbGV0ZU1vZGVsEhouc3JsLnYxLkRlbGV0ZU1vZGVsUmVxdWVzdBobLnNybC52MS5EZWxldGVNb2RlbFJlc3BvbnNlIiWC0+STAh8qHS92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9EoUBCg9MaXN0Q2hlY2twb2ludHMSHi5zcmwudjEuTGlzdENoZWNrcG9pbnRzUmVxdWVzdBofLnNybC52MS5MaXN0Q2hlY2twb2ludHNSZXNwb25zZSIxgtPkkwIrEikvdjEvcHJldmlldy9tb2RlbHMve21vZGVsX2lkfS9jaGVja3BvaW50cxKOAQoRRGVsZXRlQ2hlY2twb2ludHMSIC5zcmwudjEuRGVsZXRlQ2hlY2twb2ludHNSZXF1ZXN0GiEuc3JsLnYxLkRlbGV0ZUNoZWNrcG9pbnRzUmVzcG9uc2UiNILT5JMCLjoBKiopL3YxL3ByZXZpZXcvbW9kZWxzL3ttb2RlbF9pZH0vY2hlY2twb2ludHMSgAEKD0xvZ1RyYWplY3RvcmllcxIeLnNybC52MS5Mb2dUcmFqZWN0b3JpZXNSZXF1ZXN0Gh8uc3JsLnYxLkxvZ1RyYWplY3Rvcmllc1Jlc3BvbnNlIiyC0+STAiY6ASoiIS92MS9wcmV2aWV3L21vZGVscy97bW9kZWxfaWR9L2xvZxKeAQoVTGlzdFRyYWplY3RvcnlCYXRjaGVzEiQuc3JsLnYxLkxpc3RUcmFqZWN0b3J5QmF0Y2hlc1JlcXVlc3QaJS5zcmwudjEuTGlzdFRyYWplY3RvcnlCYXRjaGVzUmVzcG9uc2UiOILT5JMCMhIwL3YxL3ByZXZpZXcvbW9kZWxzL3ttb2RlbF9pZH0vdHJhamVjdG9yeS1iYXRjaGVzEq0BChRMaXN0VHJhamVjdG9yeUdyb3VwcxIjLnNybC52MS5MaXN0VHJhamVjdG9yeUdyb3Vwc1JlcXVlc3QaJC5zcmwudjEuTGlzdFRyYWplY3RvcnlHcm91cHNSZXNwb25zZSJKgtPkkwJEEkIvdjEvcHJldmlldy9tb2RlbHMve21vZGVsX2lkfS90cmFqZWN0b3J5LWJhdGNoZXMve2JhdGNoX2lkfS9ncm91cHMSTwoGR2V0UnVuEhUuc3JsLnYxLkdldFJ1blJlcXVlc3QaCy5zcmwudjEuUnVuIiGC0+STAhsSGS92MS9wcmV2aWV3L3J1bnMve3J1bl9pZH0SegoOTGlzdFJ1bk1ldHJpY3MSHS5zcmwudjEuTGlzdFJ1bk1ldHJpY3NSZXF1ZXN0Gh4uc3JsLnYxLkxpc3RSdW5NZXRyaWNzUmVzcG9uc2UiKYLT5JMCIxIhL3YxL3ByZXZpZXcvcnVucy97cnVuX2lkfS9tZXRyaWNzEn4KDkxpc3RCYXNlTW9kZWxzEh0uc3JsLnYxLkxpc3RCYXNlTW9kZWxzUmVxdWVzdBoeLnNybC52MS5MaXN0QmFzZU1vZGVsc1Jlc3BvbnNlIi3S8xgCCAGC0+STAiFiBm1vZGVscxIXL3YxL3ByZXZpZXcvYmFzZS1tb2RlbHMSkAEKFExpc3RCYXNlTW9kZWxEZXRhaWxzEiMuc3JsLnYxLkxpc3RCYXNlTW9kZWxEZXRhaWxzUmVxdWVzdBokLnNybC52MS5MaXN0QmFzZU1vZGVsRGV0YWlsc1Jlc3BvbnNlIi3S8xgCCAGC0+STAiESHy92MS9wcmV2aWV3L2Jhc2UtbW9kZWxzL2RldGFpbHMSUQoGSGVhbHRoEhUuc3JsLnYxLkhlYWx0aFJlcXVlc3QaFi5zcmwudjEuSGVhbHRoUmVzcG9uc2UiGNLzGAIIAYLT5JMCDBIKL3YxL2hlYWx0aBJmChBHZXRDdXJyZW50RW50aXR5Eh8uc3JsLnYxLkdldEN1cnJlbnRFbnRpdHlSZXF1ZXN0GhUuc3JsLnYxLkN1cnJlbnRFbnRpdHkiGoLT5JMCFBISL3YxL3ByZXZpZXcvd2hvYW1pEmYKC1N5c3RlbUNoZWNrEhouc3JsLnYxLlN5c3RlbUNoZWNrUmVxdWVzdBobLnNybC52MS5TeXN0ZW1DaGVja1Jlc3BvbnNlIh7S8xgCCAGC0+STAhISEC92MS9zeXN0ZW0tY2hlY2tiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_srl_v1_options, file_srl_v1_system, file_srl_v1_trajectory]);
 
 /**
  * A registered model.
@@ -53,6 +54,13 @@ export type Model = Message<"srl.v1.Model"> & {
    * @generated from field: optional string run_id = 6;
    */
   runId?: string | undefined;
+
+  /**
+   * ISO 8601 time the model was registered.
+   *
+   * @generated from field: string created_at = 7;
+   */
+  createdAt: string;
 };
 
 /**
@@ -145,6 +153,25 @@ export const CurrentEntitySchema: GenMessage<CurrentEntity> = /*@__PURE__*/
   messageDesc(file_srl_v1_models, 3);
 
 /**
+ * Request of GetModel.
+ *
+ * @generated from message srl.v1.GetModelRequest
+ */
+export type GetModelRequest = Message<"srl.v1.GetModelRequest"> & {
+  /**
+   * @generated from field: string model_id = 1;
+   */
+  modelId: string;
+};
+
+/**
+ * Describes the message srl.v1.GetModelRequest.
+ * Use `create(GetModelRequestSchema)` to create a new message.
+ */
+export const GetModelRequestSchema: GenMessage<GetModelRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 4);
+
+/**
  * Request of DeleteModel.
  *
  * @generated from message srl.v1.DeleteModelRequest
@@ -161,7 +188,7 @@ export type DeleteModelRequest = Message<"srl.v1.DeleteModelRequest"> & {
  * Use `create(DeleteModelRequestSchema)` to create a new message.
  */
 export const DeleteModelRequestSchema: GenMessage<DeleteModelRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 4);
+  messageDesc(file_srl_v1_models, 5);
 
 /**
  * Response of DeleteModel.
@@ -190,7 +217,7 @@ export type DeleteModelResponse = Message<"srl.v1.DeleteModelResponse"> & {
  * Use `create(DeleteModelResponseSchema)` to create a new message.
  */
 export const DeleteModelResponseSchema: GenMessage<DeleteModelResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 5);
+  messageDesc(file_srl_v1_models, 6);
 
 /**
  * A trained state of a model; step 0 is the base model.
@@ -219,7 +246,7 @@ export type Checkpoint = Message<"srl.v1.Checkpoint"> & {
  * Use `create(CheckpointSchema)` to create a new message.
  */
 export const CheckpointSchema: GenMessage<Checkpoint> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 6);
+  messageDesc(file_srl_v1_models, 7);
 
 /**
  * Request of ListCheckpoints.
@@ -255,7 +282,7 @@ export type ListCheckpointsRequest = Message<"srl.v1.ListCheckpointsRequest"> & 
  * Use `create(ListCheckpointsRequestSchema)` to create a new message.
  */
 export const ListCheckpointsRequestSchema: GenMessage<ListCheckpointsRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 7);
+  messageDesc(file_srl_v1_models, 8);
 
 /**
  * A page of checkpoints.
@@ -294,7 +321,7 @@ export type ListCheckpointsResponse = Message<"srl.v1.ListCheckpointsResponse"> 
  * Use `create(ListCheckpointsResponseSchema)` to create a new message.
  */
 export const ListCheckpointsResponseSchema: GenMessage<ListCheckpointsResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 8);
+  messageDesc(file_srl_v1_models, 9);
 
 /**
  * Request of DeleteCheckpoints.
@@ -318,7 +345,7 @@ export type DeleteCheckpointsRequest = Message<"srl.v1.DeleteCheckpointsRequest"
  * Use `create(DeleteCheckpointsRequestSchema)` to create a new message.
  */
 export const DeleteCheckpointsRequestSchema: GenMessage<DeleteCheckpointsRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 9);
+  messageDesc(file_srl_v1_models, 10);
 
 /**
  * Response of DeleteCheckpoints.
@@ -342,7 +369,7 @@ export type DeleteCheckpointsResponse = Message<"srl.v1.DeleteCheckpointsRespons
  * Use `create(DeleteCheckpointsResponseSchema)` to create a new message.
  */
 export const DeleteCheckpointsResponseSchema: GenMessage<DeleteCheckpointsResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 10);
+  messageDesc(file_srl_v1_models, 11);
 
 /**
  * Request of LogTrajectories.
@@ -371,7 +398,265 @@ export type LogTrajectoriesRequest = Message<"srl.v1.LogTrajectoriesRequest"> & 
  * Use `create(LogTrajectoriesRequestSchema)` to create a new message.
  */
 export const LogTrajectoriesRequestSchema: GenMessage<LogTrajectoriesRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 11);
+  messageDesc(file_srl_v1_models, 12);
+
+/**
+ * Request of ListTrajectoryBatches.
+ *
+ * @generated from message srl.v1.ListTrajectoryBatchesRequest
+ */
+export type ListTrajectoryBatchesRequest = Message<"srl.v1.ListTrajectoryBatchesRequest"> & {
+  /**
+   * @generated from field: string model_id = 1;
+   */
+  modelId: string;
+
+  /**
+   * Only batches of this split (`train`, `val`, ...).
+   *
+   * @generated from field: optional string split = 2;
+   */
+  split?: string | undefined;
+
+  /**
+   * Id of the last batch of the previous page (exclusive).
+   *
+   * @generated from field: optional string after = 3;
+   */
+  after?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 limit = 4;
+   */
+  limit?: number | undefined;
+};
+
+/**
+ * Describes the message srl.v1.ListTrajectoryBatchesRequest.
+ * Use `create(ListTrajectoryBatchesRequestSchema)` to create a new message.
+ */
+export const ListTrajectoryBatchesRequestSchema: GenMessage<ListTrajectoryBatchesRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 13);
+
+/**
+ * A set of trajectory groups stored together: one `/log` call (`source` = `log`, `id` is the
+ * batch id) or the input of one RL training job (`source` = `training_job`, `id` is the job id).
+ *
+ * @generated from message srl.v1.TrajectoryBatch
+ */
+export type TrajectoryBatch = Message<"srl.v1.TrajectoryBatch"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * `log` or `training_job`.
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * @generated from field: string split = 3;
+   */
+  split: string;
+
+  /**
+   * The step the groups were logged at, or the step a training job trained from (the model's
+   * latest checkpoint when the job was created).
+   *
+   * @generated from field: int32 step = 4;
+   */
+  step: number;
+
+  /**
+   * @generated from field: int32 num_groups = 5;
+   */
+  numGroups: number;
+
+  /**
+   * ISO 8601.
+   *
+   * @generated from field: string created_at = 6;
+   */
+  createdAt: string;
+
+  /**
+   * The job's id, for `training_job` batches.
+   *
+   * @generated from field: optional string training_job_id = 7;
+   */
+  trainingJobId?: string | undefined;
+
+  /**
+   * The job's status (`queued`, `running`, `succeeded`, `failed`), for `training_job` batches.
+   *
+   * @generated from field: optional string training_job_status = 8;
+   */
+  trainingJobStatus?: string | undefined;
+
+  /**
+   * The checkpoint step the job made, once it succeeded.
+   *
+   * @generated from field: optional int32 produced_step = 9;
+   */
+  producedStep?: number | undefined;
+};
+
+/**
+ * Describes the message srl.v1.TrajectoryBatch.
+ * Use `create(TrajectoryBatchSchema)` to create a new message.
+ */
+export const TrajectoryBatchSchema: GenMessage<TrajectoryBatch> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 14);
+
+/**
+ * Response of ListTrajectoryBatches.
+ *
+ * @generated from message srl.v1.ListTrajectoryBatchesResponse
+ */
+export type ListTrajectoryBatchesResponse = Message<"srl.v1.ListTrajectoryBatchesResponse"> & {
+  /**
+   * @generated from field: string object = 1;
+   */
+  object: string;
+
+  /**
+   * @generated from field: repeated srl.v1.TrajectoryBatch data = 2;
+   */
+  data: TrajectoryBatch[];
+
+  /**
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * @generated from field: string first_id = 4;
+   */
+  firstId: string;
+
+  /**
+   * @generated from field: string last_id = 5;
+   */
+  lastId: string;
+};
+
+/**
+ * Describes the message srl.v1.ListTrajectoryBatchesResponse.
+ * Use `create(ListTrajectoryBatchesResponseSchema)` to create a new message.
+ */
+export const ListTrajectoryBatchesResponseSchema: GenMessage<ListTrajectoryBatchesResponse> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 15);
+
+/**
+ * Request of ListTrajectoryGroups.
+ *
+ * @generated from message srl.v1.ListTrajectoryGroupsRequest
+ */
+export type ListTrajectoryGroupsRequest = Message<"srl.v1.ListTrajectoryGroupsRequest"> & {
+  /**
+   * @generated from field: string model_id = 1;
+   */
+  modelId: string;
+
+  /**
+   * @generated from field: string batch_id = 2;
+   */
+  batchId: string;
+
+  /**
+   * Id of the last group of the previous page (exclusive).
+   *
+   * @generated from field: optional string after = 3;
+   */
+  after?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 limit = 4;
+   */
+  limit?: number | undefined;
+};
+
+/**
+ * Describes the message srl.v1.ListTrajectoryGroupsRequest.
+ * Use `create(ListTrajectoryGroupsRequestSchema)` to create a new message.
+ */
+export const ListTrajectoryGroupsRequestSchema: GenMessage<ListTrajectoryGroupsRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 16);
+
+/**
+ * One stored trajectory group: `group` is the object the client sent (any keys kept).
+ *
+ * @generated from message srl.v1.StoredTrajectoryGroup
+ */
+export type StoredTrajectoryGroup = Message<"srl.v1.StoredTrajectoryGroup"> & {
+  /**
+   * `<batch id>:<index>`.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Position in its batch.
+   *
+   * @generated from field: int32 index = 2;
+   */
+  index: number;
+
+  /**
+   * @generated from field: google.protobuf.Struct group = 3;
+   */
+  group?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message srl.v1.StoredTrajectoryGroup.
+ * Use `create(StoredTrajectoryGroupSchema)` to create a new message.
+ */
+export const StoredTrajectoryGroupSchema: GenMessage<StoredTrajectoryGroup> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 17);
+
+/**
+ * Response of ListTrajectoryGroups.
+ *
+ * @generated from message srl.v1.ListTrajectoryGroupsResponse
+ */
+export type ListTrajectoryGroupsResponse = Message<"srl.v1.ListTrajectoryGroupsResponse"> & {
+  /**
+   * @generated from field: string object = 1;
+   */
+  object: string;
+
+  /**
+   * @generated from field: repeated srl.v1.StoredTrajectoryGroup data = 2;
+   */
+  data: StoredTrajectoryGroup[];
+
+  /**
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * @generated from field: string first_id = 4;
+   */
+  firstId: string;
+
+  /**
+   * @generated from field: string last_id = 5;
+   */
+  lastId: string;
+};
+
+/**
+ * Describes the message srl.v1.ListTrajectoryGroupsResponse.
+ * Use `create(ListTrajectoryGroupsResponseSchema)` to create a new message.
+ */
+export const ListTrajectoryGroupsResponseSchema: GenMessage<ListTrajectoryGroupsResponse> = /*@__PURE__*/
+  messageDesc(file_srl_v1_models, 18);
 
 /**
  * Response of LogTrajectories: what was stored and the metrics computed from it.
@@ -405,7 +690,7 @@ export type LogTrajectoriesResponse = Message<"srl.v1.LogTrajectoriesResponse"> 
  * Use `create(LogTrajectoriesResponseSchema)` to create a new message.
  */
 export const LogTrajectoriesResponseSchema: GenMessage<LogTrajectoriesResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 12);
+  messageDesc(file_srl_v1_models, 19);
 
 /**
  * A tracking run: one per model, holding its metric history; runs made through the W&B API
@@ -461,7 +746,7 @@ export type Run = Message<"srl.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 13);
+  messageDesc(file_srl_v1_models, 20);
 
 /**
  * Request of GetRun.
@@ -480,7 +765,7 @@ export type GetRunRequest = Message<"srl.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 14);
+  messageDesc(file_srl_v1_models, 21);
 
 /**
  * One point of a run's history.
@@ -526,7 +811,7 @@ export type RunMetric = Message<"srl.v1.RunMetric"> & {
  * Use `create(RunMetricSchema)` to create a new message.
  */
 export const RunMetricSchema: GenMessage<RunMetric> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 15);
+  messageDesc(file_srl_v1_models, 22);
 
 /**
  * Request of ListRunMetrics.
@@ -562,7 +847,7 @@ export type ListRunMetricsRequest = Message<"srl.v1.ListRunMetricsRequest"> & {
  * Use `create(ListRunMetricsRequestSchema)` to create a new message.
  */
 export const ListRunMetricsRequestSchema: GenMessage<ListRunMetricsRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 16);
+  messageDesc(file_srl_v1_models, 23);
 
 /**
  * A page of run metrics.
@@ -601,7 +886,7 @@ export type ListRunMetricsResponse = Message<"srl.v1.ListRunMetricsResponse"> & 
  * Use `create(ListRunMetricsResponseSchema)` to create a new message.
  */
 export const ListRunMetricsResponseSchema: GenMessage<ListRunMetricsResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 17);
+  messageDesc(file_srl_v1_models, 24);
 
 /**
  * Request of ListModels.
@@ -632,7 +917,7 @@ export type ListModelsRequest = Message<"srl.v1.ListModelsRequest"> & {
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 18);
+  messageDesc(file_srl_v1_models, 25);
 
 /**
  * A page of models.
@@ -671,7 +956,7 @@ export type ListModelsResponse = Message<"srl.v1.ListModelsResponse"> & {
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
-  messageDesc(file_srl_v1_models, 19);
+  messageDesc(file_srl_v1_models, 26);
 
 /**
  * Registered models (fine-tuning targets), their checkpoints and trajectory logs; also the
@@ -699,6 +984,16 @@ export const Models: GenService<{
     methodKind: "unary";
     input: typeof ListModelsRequestSchema;
     output: typeof ListModelsResponseSchema;
+  },
+  /**
+   * One of the API key's entity's models.
+   *
+   * @generated from rpc srl.v1.Models.GetModel
+   */
+  getModel: {
+    methodKind: "unary";
+    input: typeof GetModelRequestSchema;
+    output: typeof ModelSchema;
   },
   /**
    * Deletes a model with its checkpoints, artifacts, logs, jobs and tracking run.
@@ -739,6 +1034,27 @@ export const Models: GenService<{
     methodKind: "unary";
     input: typeof LogTrajectoriesRequestSchema;
     output: typeof LogTrajectoriesResponseSchema;
+  },
+  /**
+   * The batches of trajectory groups stored for a model, newest first: each `/log` call, and the
+   * groups each RL training job trained on.
+   *
+   * @generated from rpc srl.v1.Models.ListTrajectoryBatches
+   */
+  listTrajectoryBatches: {
+    methodKind: "unary";
+    input: typeof ListTrajectoryBatchesRequestSchema;
+    output: typeof ListTrajectoryBatchesResponseSchema;
+  },
+  /**
+   * The trajectory groups of one batch, exactly as the client sent them, cursor-paginated.
+   *
+   * @generated from rpc srl.v1.Models.ListTrajectoryGroups
+   */
+  listTrajectoryGroups: {
+    methodKind: "unary";
+    input: typeof ListTrajectoryGroupsRequestSchema;
+    output: typeof ListTrajectoryGroupsResponseSchema;
   },
   /**
    * A model's tracking run.
