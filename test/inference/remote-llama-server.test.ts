@@ -203,18 +203,27 @@ describe("llama-server replicas run elsewhere", () => {
     expect(after[0]! - before[0]!).toBeGreaterThan(0);
     expect(after[1]! - before[1]!).toBeGreaterThan(0);
 
-    // Long streams in flight on both, then one replica dies.
+    // Long streams in flight on both (each has sent text: a loaded machine can take longer than
+    // any fixed wait to route them), then one replica dies.
+    const streaming: Promise<void>[] = [];
     const streams = Array.from({ length: 4 }, async () => {
+      let started = () => {};
+      streaming.push(new Promise<void>((resolve) => (started = resolve)));
       try {
         const stream = await sdk(isolated.server).chat.completions.create({ model: "tiny-external", messages: [{ role: "user", content: "Go on." }], temperature: 0, max_tokens: 2000, ignore_eos: true, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming);
         let tokens = 0;
-        for await (const chunk of stream) tokens += chunk.choices[0]?.delta.content ? 1 : 0;
+        for await (const chunk of stream) {
+          tokens += chunk.choices[0]?.delta.content ? 1 : 0;
+          if (tokens > 0) started();
+        }
         return { ok: true as const, tokens };
       } catch (error) {
         return { ok: false as const, message: error instanceof Error ? error.message : String(error) };
+      } finally {
+        started();
       }
     });
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await Promise.all(streaming);
     first.child.kill("SIGKILL");
     const outcomes = await Promise.all(streams);
     // The streams on the killed replica end with an error naming it (never retried half-sent);
