@@ -1,39 +1,102 @@
-// A line chart of metric histories over training steps, drawn as SVG (one polyline per series).
-const COLORS = ["#2f5bea", "#e0703a", "#2a9d5c", "#9b4dca", "#c7385a"];
+// Run curves: a panel per metric (each with its own y scale), a shared smoothing control, and a
+// cursor linked across the page's panels. Drawn with uPlot: about 50 kB, canvas-based and made for
+// exactly this (many numeric series over a shared x), fast enough to redraw live as points arrive;
+// the bigger charting libraries buy nothing here but weight.
+import "uplot/dist/uPlot.min.css";
+import "./charts.css";
+import { h } from "./dom.js";
+import { isKeyMetric, orderMetricNames } from "./charts/order.js";
+import { MetricPanel, type RunSeries } from "./charts/panel.js";
 
-export function lineChart(series: Map<string, { step: number; value: number }[]>): SVGSVGElement {
-  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  svg.setAttribute("class", "chart");
-  svg.setAttribute("viewBox", "0 0 600 220");
-  svg.setAttribute("preserveAspectRatio", "none");
-  const points = [...series.values()].flat();
-  if (points.length === 0) return svg;
-  const [minStep, maxStep] = [Math.min(...points.map((p) => p.step)), Math.max(...points.map((p) => p.step))];
-  const [minValue, maxValue] = [Math.min(...points.map((p) => p.value)), Math.max(...points.map((p) => p.value))];
-  const x = (step: number) => 30 + ((step - minStep) / Math.max(1, maxStep - minStep)) * 560;
-  const y = (value: number) => 200 - ((value - minValue) / (maxValue - minValue || 1)) * 180;
-  [...series.entries()].forEach(([name, values], index) => {
-    const color = COLORS[index % COLORS.length] as string;
-    const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
-    line.setAttribute("points", values.map((p) => `${x(p.step)},${y(p.value)}`).join(" "));
-    line.setAttribute("fill", "none");
-    line.setAttribute("stroke", color);
-    line.setAttribute("stroke-width", "2");
-    line.setAttribute("data-series", name);
-    svg.append(line);
-    for (const p of values) {
-      const dot = document.createElementNS("http://www.w3.org/2000/svg", "circle");
-      dot.setAttribute("cx", String(x(p.step)));
-      dot.setAttribute("cy", String(y(p.value)));
-      dot.setAttribute("r", "3");
-      dot.setAttribute("fill", color);
-      dot.setAttribute("data-point", `${name}@${p.step}`);
-      svg.append(dot);
-    }
-  });
-  return svg;
+export type { Point, RunSeries } from "./charts/panel.js";
+
+const SMOOTHING_KEY = "srl-console-smoothing";
+const MORE_OPEN_KEY = "srl-console-more-metrics";
+let pages = 0;
+
+function savedSmoothing(): number {
+  const saved = Number(localStorage.getItem(SMOOTHING_KEY));
+  return Number.isFinite(saved) && saved >= 0 && saved <= 0.99 ? saved : 0;
 }
 
-export function seriesColor(index: number): string {
-  return COLORS[index % COLORS.length] as string;
+export class RunCharts {
+  readonly element: HTMLElement;
+  private readonly grid: HTMLElement;
+  /** The other metrics' panels, folded until asked for (a run logs a dozen counters and timings). */
+  private readonly more: HTMLDetailsElement;
+  private readonly moreGrid: HTMLElement;
+  private readonly moreSummary: HTMLElement;
+  private readonly toolbar: HTMLElement;
+  private readonly empty: HTMLElement;
+  private readonly panels = new Map<string, MetricPanel>();
+  private readonly syncKey = `run-charts-${++pages}`;
+  private smoothing = savedSmoothing();
+
+  /** `empty` is shown instead of the panels while there is no metric. */
+  constructor(empty: HTMLElement) {
+    this.empty = empty;
+    const slider = h("input", { type: "range", name: "smoothing", min: "0", max: "0.99", step: "0.01", value: String(this.smoothing), "aria-label": "Smoothing" });
+    const shown = h("output", { class: "smoothing-value" }, this.smoothing.toFixed(2));
+    slider.addEventListener("input", () => {
+      this.smoothing = Number(slider.value);
+      shown.textContent = this.smoothing.toFixed(2);
+      localStorage.setItem(SMOOTHING_KEY, String(this.smoothing));
+      for (const panel of this.panels.values()) panel.setSmoothing(this.smoothing);
+    });
+    this.toolbar = h(
+      "div",
+      { class: "charts-toolbar" },
+      h("label", { class: "smoothing", title: "Exponential moving average, as in W&B and TensorBoard; the raw values stay drawn faint" }, "Smoothing ", slider, shown),
+      h("span", { class: "muted hint" }, "Drag to zoom, double-click to reset."),
+    );
+    this.grid = h("div", { class: "chart-grid" });
+    this.moreGrid = h("div", { class: "chart-grid" });
+    this.moreSummary = h("summary", {}, "More metrics");
+    this.more = h("details", { class: "more-metrics" }, this.moreSummary, this.moreGrid);
+    this.more.open = localStorage.getItem(MORE_OPEN_KEY) === "open";
+    this.more.addEventListener("toggle", () => localStorage.setItem(MORE_OPEN_KEY, this.more.open ? "open" : "closed"));
+    this.element = h("div", { class: "run-charts" }, this.toolbar, this.grid, this.more, this.empty);
+    this.update(new Map());
+  }
+
+  /** Shows these metrics (metric name → one series per run), keeping the panels already drawn. */
+  update(metrics: ReadonlyMap<string, readonly RunSeries[]>): void {
+    const names = orderMetricNames(metrics.keys());
+    for (const [name, panel] of this.panels) {
+      if (metrics.has(name)) continue;
+      panel.destroy();
+      panel.element.remove();
+      this.panels.delete(name);
+    }
+    // Key metrics first; the rest folded, unless there is nothing else to show.
+    const key = names.filter(isKeyMetric);
+    const main = key.length > 0 ? key : names;
+    const rest = key.length > 0 ? names.filter((name) => !isKeyMetric(name)) : [];
+    this.place(main, this.grid, metrics);
+    this.place(rest, this.moreGrid, metrics);
+    this.more.hidden = rest.length === 0;
+    this.moreSummary.textContent = `More metrics (${rest.length})`;
+    const none = names.length === 0;
+    this.toolbar.hidden = none;
+    this.grid.hidden = none;
+    this.empty.hidden = !none;
+  }
+
+  private place(names: readonly string[], grid: HTMLElement, metrics: ReadonlyMap<string, readonly RunSeries[]>): void {
+    names.forEach((name, index) => {
+      let panel = this.panels.get(name);
+      if (!panel) {
+        panel = new MetricPanel(name, this.syncKey, this.smoothing);
+        this.panels.set(name, panel);
+      }
+      // In order, moving a node only when it is out of place (moving redraws nothing, but costs layout).
+      if (grid.children[index] !== panel.element) grid.insertBefore(panel.element, grid.children[index] ?? null);
+      panel.setRuns(metrics.get(name) ?? []);
+    });
+  }
+
+  destroy(): void {
+    for (const panel of this.panels.values()) panel.destroy();
+    this.panels.clear();
+  }
 }

@@ -1,17 +1,33 @@
 // The console: hash routes over the views; signs in first when no API key is kept in this tab.
+// A route is `#/path?query`; leaving a view aborts its signal (streams and timers stop).
 import { apiKey, models } from "./api.js";
 import { h, show, showError } from "./dom.js";
+import type { ViewContext } from "./view.js";
+import { compareView } from "./views/compare.js";
 import { jobView } from "./views/job.js";
 import { modelView } from "./views/model.js";
 import { modelsView } from "./views/models.js";
 import { playgroundView } from "./views/playground.js";
 import { signInView } from "./views/sign-in.js";
+import { trajectoriesView } from "./views/trajectories.js";
 
-let generation = 0;
+type Render = (context: ViewContext, ...params: string[]) => Promise<HTMLElement> | HTMLElement;
+
+const ROUTES: [RegExp, Render][] = [
+  [/^\/$/, (context) => modelsView(context)],
+  [/^\/models\/([^/]+)$/, (context, id) => modelView(id as string, context)],
+  [/^\/models\/([^/]+)\/trajectories$/, (context, id) => trajectoriesView(id as string, context)],
+  [/^\/jobs\/([^/]+)$/, (context, id) => jobView(id as string, context)],
+  [/^\/compare$/, (context) => compareView(context)],
+  [/^\/playground$/, (context) => playgroundView(context)],
+];
+
+let leave = new AbortController();
 
 async function route(): Promise<void> {
-  const current = ++generation;
-  const isCurrent = () => current === generation;
+  leave.abort();
+  const current = new AbortController();
+  leave = current;
   showError(null);
   const who = document.getElementById("who") as HTMLElement;
   if (!apiKey.get()) {
@@ -22,11 +38,17 @@ async function route(): Promise<void> {
   void models.getCurrentEntity({}).then((entity) =>
     who.replaceChildren(`signed in as ${entity.entity} `, h("button", { class: "secondary", onclick: () => (apiKey.clear(), void route()) }, "Sign out")),
   );
-  const path = location.hash.replace(/^#/, "") || "/";
-  const model = /^\/models\/([^/]+)$/.exec(path);
-  const job = /^\/jobs\/([^/]+)$/.exec(path);
-  const view = model?.[1] ? await modelView(model[1], isCurrent) : job?.[1] ? jobView(job[1]) : path === "/playground" ? playgroundView() : await modelsView();
-  if (isCurrent()) show(view);
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path = "/", search = ""] = hash.split("?", 2);
+  const context: ViewContext = { query: new URLSearchParams(search), signal: current.signal };
+  for (const [pattern, render] of ROUTES) {
+    const match = pattern.exec(path);
+    if (!match) continue;
+    const view = await render(context, ...match.slice(1).map((part) => decodeURIComponent(part)));
+    if (!current.signal.aborted) show(view);
+    return;
+  }
+  show(h("section", {}, h("h1", {}, "Not found"), h("p", {}, "Nothing lives at ", h("code", {}, path), ". ", h("a", { href: "#/" }, "Back to the models."))));
 }
 
 window.addEventListener("hashchange", () => void route());
