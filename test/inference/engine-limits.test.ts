@@ -35,7 +35,9 @@ describe("engine limits", () => {
     const occupying = await complete({ max_tokens: 100_000, stream: true });
     const reader = (occupying.body as ReadableStream<Uint8Array>).getReader();
     await reader.read();
-    const low = complete({ max_tokens: 4, priority: 5 }).then(async (r) => (await r.text(), finished.push("low")));
+    // "low" is long: finishing orders stay apart even when a loaded test process reads both
+    // answers in one go (two 4-token replies can arrive together).
+    const low = complete({ max_tokens: 200, priority: 5 }).then(async (r) => (await r.text(), finished.push("low")));
     await new Promise((resolve) => setTimeout(resolve, 500));
     const high = complete({ max_tokens: 4, priority: -1 }).then(async (r) => (await r.text(), finished.push("high")));
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -46,7 +48,7 @@ describe("engine limits", () => {
     expect(await refused.json()).toMatchObject({ error: { type: "RateLimitError", code: 429 } });
     expect(finished).toEqual([]);
     // The occupier leaves; the waiting two are admitted by priority, and "low" starts only after
-    // "high" is answered (one sequence).
+    // "high" is answered (one sequence), then takes 200 tokens.
     await reader.cancel();
     await Promise.all([low, high]);
     expect(finished).toEqual(["high", "low"]);
