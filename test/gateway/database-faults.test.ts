@@ -63,12 +63,15 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
 }
 
 // The server's own account of the last failed request, for an assertion message.
-function lastFailureLogged(): string {
-  return server.stdout().split("\n").filter((line) => line.includes('"msg":"request failed"')).pop()?.slice(0, 1500) ?? "(none logged)";
+// Read after a pause: the server's log reaches this process later than its answer does.
+async function lastFailureLogged(): Promise<string> {
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const failures = server.stdout().split("\n").filter((line) => line.includes('"msg":"request failed"') || line.includes('"msg":"request handler failed"'));
+  return failures.pop()?.slice(0, 1500) ?? "(none logged)";
 }
 
-function expectUnavailable(result: { status: number; ms: number; body: unknown; headers: Headers }, shape: "detail" | "openai") {
-  expect(result.status, `${JSON.stringify(result.body)}; server log: ${lastFailureLogged()}`).toBe(503);
+async function expectUnavailable(result: { status: number; ms: number; body: unknown; headers: Headers }, shape: "detail" | "openai") {
+  if (result.status !== 503) expect.fail(`expected 503, got ${result.status} ${JSON.stringify(result.body)}; server log: ${await lastFailureLogged()}`);
   expect(result.ms).toBeLessThan(3_000);
   expect(result.headers.get("retry-after")).toBe("1");
   if (shape === "openai") expect(result.body).toMatchObject({ error: { type: "ServiceUnavailableError", code: 503, message: expect.stringContaining("database is unavailable") } });
@@ -84,9 +87,9 @@ describe("the database stops answering (paused)", () => {
     const pid = databasePid();
     process.kill(pid, "SIGSTOP");
     try {
-      expectUnavailable(await createModel("during-pause"), "detail");
-      expectUnavailable(await call("GET", `/v1/preview/models/${modelId}/checkpoints`), "detail");
-      expectUnavailable(await call("POST", "/v1/chat/completions", { model: `faults/before-pause`, messages: [{ role: "user", content: "hi" }], max_tokens: 2 }), "openai");
+      await expectUnavailable(await createModel("during-pause"), "detail");
+      await expectUnavailable(await call("GET", `/v1/preview/models/${modelId}/checkpoints`), "detail");
+      await expectUnavailable(await call("POST", "/v1/chat/completions", { model: `faults/before-pause`, messages: [{ role: "user", content: "hi" }], max_tokens: 2 }), "openai");
       expect((await call("GET", "/v1/system-check")).status).toBe(503);
       const degraded = await waitFor("health to report the database unreachable", async () => {
         const seen = await health();
@@ -116,7 +119,7 @@ describe("the database dies (kill -9)", () => {
     const pid = databasePid();
     process.kill(pid, "SIGKILL");
     await waitFor("the database process to end", async () => (isRunning(pid) ? undefined : true), 5_000);
-    expectUnavailable(await createModel("while-dead"), "detail");
+    await expectUnavailable(await createModel("while-dead"), "detail");
     const restarting = await health();
     expect(restarting.status).toBe("degraded");
     expect(["restarting", "unreachable"]).toContain(restarting.database.status);
