@@ -7,7 +7,7 @@ import { badRequest, notFound } from "../core/errors.js";
 import type { Page } from "../store/pagination.js";
 import type { TrainingJobRecord, TrainingJobs } from "../training/jobs.js";
 import type { Checkpoints } from "./checkpoints.js";
-import type { TrajectoryLog } from "./trajectory-log.js";
+import type { SizedGroup, TrajectoryLog } from "./trajectory-log.js";
 
 export interface TrajectoryBatchView {
   id: string;
@@ -67,28 +67,22 @@ export class TrajectoryBatches {
   async groups(modelId: string, batchId: string, options: { after?: string; limit: number }): Promise<Page<StoredGroupView>> {
     const from = options.after === undefined ? 0 : afterPosition(batchId, options.after);
     const job = await this.jobs.rlJobOf(modelId, batchId);
-    let page: { groups: { index: number; group: JsonObject }[]; hasMore: boolean };
+    let source: AsyncIterable<SizedGroup> | Iterable<SizedGroup>;
     if (job) {
-      // The job's input is one document: read whole, then cut.
-      const all = await this.jobs.inputOf(job);
-      page = { groups: [], hasMore: false };
-      let bytes = 0;
-      for (let index = from; index < all.length; index++) {
-        const group = all[index] as JsonObject;
-        const size = JSON.stringify(group).length;
-        if (page.groups.length === options.limit || (page.groups.length > 0 && bytes + size > PAGE_BYTES)) {
-          page.hasMore = true;
-          break;
-        }
-        bytes += size;
-        page.groups.push({ index, group });
-      }
+      source = sizedFrom(await this.jobs.inputOf(job), from); // the job's input is one document: read whole
     } else if (await this.log.hasBatch(modelId, batchId)) {
-      page = await this.log.groupsOf(batchId, from, options.limit, PAGE_BYTES);
+      source = this.log.groupsFrom(batchId, from, options.limit + 1); // one more tells whether more exist
     } else {
       throw notFound(`trajectory batch ${batchId} not found for model ${modelId}`);
     }
-    return { items: page.groups.map(({ index, group }) => ({ id: `${batchId}:${index}`, index, group })), hasMore: page.hasMore };
+    const items: StoredGroupView[] = [];
+    let bytes = 0;
+    for await (const sized of source) {
+      if (items.length === options.limit || (items.length > 0 && bytes + sized.bytes > PAGE_BYTES)) return { items, hasMore: true };
+      bytes += sized.bytes;
+      items.push({ id: `${batchId}:${sized.index}`, index: sized.index, group: sized.group() });
+    }
+    return { items, hasMore: false };
   }
 
   private async view(head: BatchHead, latestStep: number): Promise<TrajectoryBatchView> {
@@ -109,6 +103,13 @@ export class TrajectoryBatches {
       createdAt: job.created_at,
       trainingJob: { id: job._id, status: job.status, producedStep: job.step },
     };
+  }
+}
+
+function* sizedFrom(groups: JsonObject[], from: number): Generator<SizedGroup> {
+  for (let index = from; index < groups.length; index++) {
+    const group = groups[index] as JsonObject;
+    yield { index, bytes: JSON.stringify(group).length, group: () => group };
   }
 }
 

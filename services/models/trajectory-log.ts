@@ -18,6 +18,13 @@ export interface LoggedGroupRecord {
   created_at: Date;
 }
 
+/** A stored group, sized before it is parsed (a page of groups is bounded by bytes). */
+export interface SizedGroup {
+  index: number;
+  bytes: number;
+  group: () => JsonObject;
+}
+
 // Well under MongoDB's 16 MB document limit, leaving room for the other fields.
 const INLINE_LIMIT = 8 * 1024 * 1024;
 
@@ -54,30 +61,13 @@ export class TrajectoryLog {
     return (await this.groups.countDocuments({ model_id: modelId, batch_id: batchId }, { limit: 1 })) > 0;
   }
 
-  /**
-   * A batch's groups from position `from` on, parsed (large ones read back from GridFS): at most
-   * `limit`, and no more than `maxBytes` of JSON unless one group alone is larger.
-   */
-  async groupsOf(batchId: string, from: number, limit: number, maxBytes: number): Promise<{ groups: { index: number; group: JsonObject }[]; hasMore: boolean }> {
-    const groups: { index: number; group: JsonObject }[] = [];
-    let bytes = 0;
-    // Small driver batches: inline groups can be megabytes each.
-    const cursor = this.groups
-      .find({ batch_id: batchId, index: { $gte: from } })
-      .sort({ index: 1 })
-      .limit(limit + 1)
-      .batchSize(16);
-    try {
-      for await (const record of cursor) {
-        if (groups.length === limit) return { groups, hasMore: true };
-        const json = record.group_json ?? (record.blob_id ? (await this.blobs.get(record.blob_id)).toString("utf8") : "{}");
-        if (groups.length > 0 && bytes + json.length > maxBytes) return { groups, hasMore: true };
-        bytes += json.length;
-        groups.push({ index: record.index, group: JSON.parse(json) as JsonObject });
-      }
-      return { groups, hasMore: false };
-    } finally {
-      await cursor.close();
+  /** Up to `count` of a batch's groups from position `from` on, in order (large ones read back from GridFS). */
+  async *groupsFrom(batchId: string, from: number, count: number): AsyncGenerator<SizedGroup> {
+    // Small driver batches: inline groups can be megabytes each. Leaving the loop early closes the cursor.
+    const cursor = this.groups.find({ batch_id: batchId, index: { $gte: from } }).sort({ index: 1 }).limit(count).batchSize(16);
+    for await (const record of cursor) {
+      const json = record.group_json ?? (record.blob_id ? (await this.blobs.get(record.blob_id)).toString("utf8") : "{}");
+      yield { index: record.index, bytes: json.length, group: () => JSON.parse(json) as JsonObject };
     }
   }
 

@@ -2,7 +2,8 @@
 // models with their checkpoints, named the way `model` in a chat completion accepts them.
 import type { Model } from "../../../gen/srl/v1/models_pb.js";
 import { models, readable } from "../api.js";
-import { checkpointName } from "../views/links.js";
+import { listAll, mapPooled } from "../lists.js";
+import { checkpointName, modelTitle } from "../views/links.js";
 
 export interface RegisteredModel {
   model: Model;
@@ -32,8 +33,8 @@ export interface ModelGroup {
 /** "web/watched · latest (step 3)", "web/watched · step 0 (base weights)", "web/watched · step 2". */
 export function checkpointLabel(model: Model, step: number, latest: boolean): string {
   const what = step === 0 ? "step 0, base weights" : `step ${step}`;
-  if (latest) return `${model.project}/${model.name} · latest (${what})`;
-  return `${model.project}/${model.name} · ${step === 0 ? "step 0 (base weights)" : what}`;
+  if (latest) return `${modelTitle(model)} · latest (${what})`;
+  return `${modelTitle(model)} · ${step === 0 ? "step 0 (base weights)" : what}`;
 }
 
 /** Base models first, then one group per registered model with its steps (newest first). */
@@ -42,7 +43,7 @@ export function catalogGroups(catalog: ModelCatalog): ModelGroup[] {
   if (catalog.baseModels.length > 0) groups.push({ label: "Base models", options: catalog.baseModels.map((name) => ({ value: name, label: `${name} (base)` })) });
   for (const { model, steps } of catalog.registered) {
     groups.push({
-      label: `${model.project}/${model.name} (on ${model.baseModel})`,
+      label: `${modelTitle(model)} (on ${model.baseModel})`,
       options: steps.map((step, index) => ({ value: checkpointName(model, step), label: checkpointLabel(model, step, index === 0) })),
     });
   }
@@ -74,39 +75,13 @@ export async function loadCatalog(signal: AbortSignal): Promise<ModelCatalog> {
   };
   const [baseModels, ownModels] = await Promise.all([
     models.listBaseModels({}, { signal }).then((response) => response.models, note("the base models")),
-    allModels(signal).catch(note("your models")),
+    listAll((after) => models.listModels({ limit: 100, after }, { signal })).then(({ items }) => items, note("your models")),
   ]);
   const registered = await mapPooled(ownModels ?? [], 4, async (model): Promise<RegisteredModel> => {
-    const page = await models.listCheckpoints({ modelId: model.id, order: "desc", limit: 100 }, { signal }).catch(note(`the checkpoints of ${model.project}/${model.name}`));
+    const page = await models.listCheckpoints({ modelId: model.id, order: "desc", limit: 100 }, { signal }).catch(note(`the checkpoints of ${modelTitle(model)}`));
     const steps = [...new Set([...(page?.data ?? []).map((checkpoint) => checkpoint.step), 0])].sort((a, b) => b - a);
     return { model, steps, moreSteps: page?.hasMore ?? false };
   });
-  registered.sort((a, b) => `${a.model.project}/${a.model.name}`.localeCompare(`${b.model.project}/${b.model.name}`));
+  registered.sort((a, b) => modelTitle(a.model).localeCompare(modelTitle(b.model)));
   return { baseModels: baseModels ?? [], registered, problems };
-}
-
-/** Every model of the API key, page by page. */
-async function allModels(signal: AbortSignal): Promise<Model[]> {
-  const all: Model[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = await models.listModels({ limit: 100, ...(after ? { after } : {}) }, { signal });
-    all.push(...page.data);
-    if (!page.hasMore || !page.lastId || page.lastId === after) return all;
-    after = page.lastId;
-  }
-}
-
-/** `map` with at most `width` calls in flight (a person may have many models). */
-async function mapPooled<T, R>(items: T[], width: number, map: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await map(items[index] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
-  return results;
 }

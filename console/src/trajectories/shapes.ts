@@ -35,8 +35,7 @@ export function summarize(index: number, group: JsonObject): GroupSummary {
     .filter(isObject)
     .map((trajectory, position) => ({ groupIndex: index, index: position, reward: typeof trajectory.reward === "number" ? trajectory.reward : null, trajectory }));
   const rewards = rows.flatMap((row) => (row.reward === null ? [] : [row.reward]));
-  const mean = rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null;
-  const std = mean === null ? null : Math.sqrt(rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / rewards.length);
+  const { mean, std } = meanAndStd(rewards);
   return {
     index,
     group,
@@ -47,6 +46,13 @@ export function summarize(index: number, group: JsonObject): GroupSummary {
     min: rewards.length ? Math.min(...rewards) : null,
     max: rewards.length ? Math.max(...rewards) : null,
   };
+}
+
+/** Mean and population standard deviation (ART's `reward_std_dev`); null for no values. */
+export function meanAndStd(values: readonly number[]): { mean: number | null; std: number | null } {
+  if (values.length === 0) return { mean: null, std: null };
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  return { mean, std: Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length) };
 }
 
 /** The text of a message's content: a string, or the text parts of a list (others named). */

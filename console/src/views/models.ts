@@ -7,10 +7,12 @@ import { h, showError, statusBadge } from "../dom.js";
 import { apiBase, emptyState, formatNumber, shortId, timeCell } from "../format.js";
 import { everyWhileShown, type ViewContext } from "../view.js";
 import "./views.css";
+import { mapPooled } from "../lists.js";
+import { modelTitle } from "./links.js";
 import { latestStep, newestJob } from "./run-data.js";
 
 const PAGE = 100;
-/** Requests in flight at once when filling the rows (a browser opens 6 connections per host). */
+/** Requests in flight at once when filling the rows. */
 const PARALLEL = 4;
 const REFRESH_MS = 3000;
 /** Idle models are looked at again every this many refreshes (active ones every time). */
@@ -95,7 +97,7 @@ export async function modelsView(context: ViewContext): Promise<HTMLElement> {
 }
 
 function newRow(model: Model, onChoose: (id: string, on: boolean) => void): Row {
-  const pick = h("input", { type: "checkbox", name: "compare", value: model.id, "aria-label": `Compare ${model.project}/${model.name}` });
+  const pick = h("input", { type: "checkbox", name: "compare", value: model.id, "aria-label": `Compare ${modelTitle(model)}` });
   pick.addEventListener("change", () => onChoose(model.id, pick.checked));
   const step = h("td", { class: "num", "data-col": "latest-step" }, h("span", { class: "muted" }, "…"));
   const job = h("td", { "data-col": "job" }, h("span", { class: "muted" }, "…"));
@@ -116,18 +118,15 @@ function newRow(model: Model, onChoose: (id: string, on: boolean) => void): Row 
 
 /** Fills each row's latest step and job status, a few models at a time. */
 async function fill(rows: Row[], signal: AbortSignal): Promise<void> {
-  const queue = [...rows];
-  const work = async () => {
-    for (let row = queue.shift(); row && !signal.aborted; row = queue.shift()) {
-      try {
-        const [step, job] = await Promise.all([latestStep(row.model.id, signal), newestJob(row.model.id, signal)]);
-        showRow(row, step, job);
-      } catch (error) {
-        if (!signal.aborted) showError(readable(error));
-      }
+  await mapPooled(rows, PARALLEL, async (row) => {
+    if (signal.aborted) return;
+    try {
+      const [step, job] = await Promise.all([latestStep(row.model.id, signal), newestJob(row.model.id, signal)]);
+      showRow(row, step, job);
+    } catch (error) {
+      if (!signal.aborted) showError(readable(error));
     }
-  };
-  await Promise.all(Array.from({ length: PARALLEL }, work));
+  });
 }
 
 function showRow(row: Row, step: number, job: TrainingJob | null): void {

@@ -10,6 +10,7 @@ import { chatRequest } from "../playground/reply-stream.js";
 import { samplingFields } from "../playground/sampling-fields.js";
 import type { ViewContext } from "../view.js";
 import "../playground.css";
+import { modelTitle } from "./links.js";
 
 const DEFAULT_PROMPT = "Hello! Who are you?";
 
@@ -131,7 +132,7 @@ function catalogNotes(catalog: ModelCatalog): HTMLElement[] {
     notes.push(emptyState("You have no models of your own yet, so only base models are listed. Register one on a base model, train it, and each checkpoint appears here:", snippet));
   }
   for (const { model, moreSteps } of catalog.registered) {
-    if (moreSteps) notes.push(h("p", { class: "muted" }, `Only the newest 100 checkpoints of ${model.project}/${model.name} are listed; choose "Custom model name…" for an older step.`));
+    if (moreSteps) notes.push(h("p", { class: "muted" }, `Only the newest 100 checkpoints of ${modelTitle(model)} are listed; choose "Custom model name…" for an older step.`));
   }
   return notes;
 }

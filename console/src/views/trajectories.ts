@@ -7,10 +7,11 @@ import { models, readable } from "../api.js";
 import { h, showError, statusBadge } from "../dom.js";
 import { apiBase, emptyState, formatNumber, plural, shortId, timeCell } from "../format.js";
 import { trajectoryCard } from "../trajectories/chat.js";
-import { contentText, isObject, listOf, searchableText, summarize, type GroupSummary, type TrajectoryRow } from "../trajectories/shapes.js";
+import { contentText, isObject, listOf, meanAndStd, searchableText, summarize, type GroupSummary, type TrajectoryRow } from "../trajectories/shapes.js";
 import { spreadStrip } from "../trajectories/spread.js";
 import "../trajectories.css";
-import { crumbs } from "./links.js";
+import { listAll } from "../lists.js";
+import { crumbs, modelTitle } from "./links.js";
 import { findModel } from "./run-data.js";
 import type { ViewContext } from "../view.js";
 
@@ -33,7 +34,7 @@ export async function trajectoriesView(modelId: string, context: ViewContext): P
   const page = h("div", { class: "trajectory-browser" });
   try {
     const [model, batches] = await Promise.all([findModel(modelId), loadBatches(modelId)]);
-    const title = model ? `${model.project}/${model.name}` : modelId;
+    const title = model ? modelTitle(model) : modelId;
     const heading = h("section", {}, crumbs(h("a", { href: `#/models/${modelId}` }, title), "trajectories"), h("h1", {}, `Trajectories of ${title}`));
     if (batches.length === 0) {
       page.append(
@@ -59,14 +60,7 @@ export async function trajectoriesView(modelId: string, context: ViewContext): P
 }
 
 async function loadBatches(modelId: string): Promise<TrajectoryBatch[]> {
-  const batches: TrajectoryBatch[] = [];
-  for (let after: string | undefined; batches.length < MAX_BATCHES; ) {
-    const list = await models.listTrajectoryBatches({ modelId, limit: 100, after });
-    batches.push(...list.data);
-    if (!list.hasMore) break;
-    after = list.lastId;
-  }
-  return batches;
+  return (await listAll((after) => models.listTrajectoryBatches({ modelId, limit: 100, after }), MAX_BATCHES)).items;
 }
 
 function browse(modelId: string, batches: TrajectoryBatch[], context: ViewContext, into: HTMLElement): void {
@@ -147,8 +141,8 @@ function browse(modelId: string, batches: TrajectoryBatch[], context: ViewContex
     const exceptions = groups.reduce((n, g) => n + g.exceptions.length, 0);
     summary.textContent = [
       `${plural(groups.length, "group")}, ${plural(rows.length, "trajectory", "trajectories")}${truncated ? ` (first ${MAX_GROUPS} groups)` : ""}`,
-      rewards.length ? `mean reward ${formatNumber(mean(rewards))}` : "no rewards",
-      means.length > 1 ? `spread of group means ${formatNumber(std(means))}` : null,
+      rewards.length ? `mean reward ${formatNumber(meanAndStd(rewards).mean ?? 0)}` : "no rewards",
+      means.length > 1 ? `spread of group means ${formatNumber(meanAndStd(means).std ?? 0)}` : null,
       exceptions ? plural(exceptions, "exception") : null,
       kept.length !== rows.length ? `${kept.length} match the filters` : null,
     ]
@@ -216,20 +210,9 @@ function browse(modelId: string, batches: TrajectoryBatch[], context: ViewContex
   void selectBatch(batchId);
 }
 
-async function loadGroups(modelId: string, batchId: string) {
-  const groups: { index: number; group: JsonObject }[] = [];
-  let truncated = false;
-  for (let after: string | undefined; ; ) {
-    const list = await models.listTrajectoryGroups({ modelId, batchId, limit: 500, after });
-    groups.push(...list.data.map((g) => ({ index: g.index, group: g.group ?? {} })));
-    if (!list.hasMore) break;
-    if (groups.length >= MAX_GROUPS) {
-      truncated = true;
-      break;
-    }
-    after = list.lastId;
-  }
-  return { groups, truncated };
+async function loadGroups(modelId: string, batchId: string): Promise<{ groups: { index: number; group: JsonObject }[]; truncated: boolean }> {
+  const { items, truncated } = await listAll((after) => models.listTrajectoryGroups({ modelId, batchId, limit: 500, after }), MAX_GROUPS);
+  return { groups: items.map((g) => ({ index: g.index, group: g.group ?? {} })), truncated };
 }
 
 function batchLabel(batch: TrajectoryBatch): string {
@@ -340,8 +323,3 @@ function numberOrNull(text: string | null): number | null {
   return Number.isFinite(value) ? value : null;
 }
 
-const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-const std = (values: number[]) => {
-  const m = mean(values);
-  return Math.sqrt(values.reduce((a, b) => a + (b - m) ** 2, 0) / values.length);
-};
