@@ -135,11 +135,27 @@ const TRANSIENT_SERVER_CODES = new Set([
   13436, // NotPrimaryOrSecondary
 ]);
 
+// Socket errors of a connection the database closed or reset.
+const SOCKET_CODES = new Set(["EPIPE", "ECONNRESET", "ECONNREFUSED", "ETIMEDOUT"]);
+
+/**
+ * A Node socket error the MongoDB driver (7.0) lets out unwrapped: writing a command to a
+ * connection whose server has just died ("This socket has been ended by the other party", EPIPE,
+ * thrown from the driver's Connection.writeCommand) is not a MongoNetworkError. Told apart from
+ * other sockets' errors by being raised inside the driver.
+ */
+function isDriverSocketError(error: unknown): error is Error {
+  if (!(error instanceof Error)) return false;
+  const code = (error as NodeJS.ErrnoException).code;
+  return code !== undefined && SOCKET_CODES.has(code) && /[\\/]node_modules[\\/]mongodb[\\/]/.test(error.stack ?? "");
+}
+
 /**
  * The database did not answer, or is between primaries: the request may succeed when retried
  * (503 with Retry-After), as opposed to an error in the request or in this service.
  */
-export function isDatabaseUnavailable(error: unknown): error is MongoError {
+export function isDatabaseUnavailable(error: unknown): error is Error {
+  if (isDriverSocketError(error)) return true;
   if (!(error instanceof MongoError)) return false;
   return (
     error instanceof MongoNetworkError || // includes timeouts and a pool cleared by a failed connection

@@ -62,11 +62,12 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
   }
 }
 
-// The server's own account of the last failed request, for an assertion message.
-// Read after a pause: the server's log reaches this process later than its answer does.
+// The server's own account of the last failed request, for an assertion message: its log (JSON
+// lines on stderr, kept in its log file), read after a pause so the line has been written.
 async function lastFailureLogged(): Promise<string> {
   await new Promise((resolve) => setTimeout(resolve, 500));
-  const failures = server.stdout().split("\n").filter((line) => line.includes('"msg":"request failed"') || line.includes('"msg":"request handler failed"'));
+  const log = await readFile(server.logFile, "utf8").catch(() => "");
+  const failures = log.split("\n").filter((line) => line.includes('"msg":"request failed"') || line.includes('"msg":"request handler failed"'));
   return failures.pop()?.slice(0, 1500) ?? "(none logged)";
 }
 
