@@ -1,6 +1,6 @@
 // Inference service: OpenAI-compatible chat completions and legacy completions on base models and
 // on registered models' checkpoints, unary and streamed, and the model listing that names them.
-import { ChatCompletionRequestSchema, Inference, type ChatCompletionRequest, type CompletionRequest } from "../../gen/srl/v1/inference_pb.js";
+import { ChatCompletionRequestSchema, CompletionRequestSchema, Inference, type ChatCompletionRequest, type CompletionRequest } from "../../gen/srl/v1/inference_pb.js";
 import type { HandlerContext } from "@connectrpc/connect";
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
@@ -15,7 +15,7 @@ import type { InferenceEngine } from "./engine/inference-engine.js";
 import { buildCompletion, streamChunks, type CompletionOptions } from "./completion-builder.js";
 import { buildLegacyCompletion, streamLegacyChunks, type LegacyOptions } from "./legacy-completion-builder.js";
 import { planLegacyCompletion, readPrompts } from "./legacy-completion-plan.js";
-import { checkMessages } from "./message-rules.js";
+import { checkMessages, continuedText } from "./message-rules.js";
 import { runPrompts } from "./prompt-runner.js";
 import { planGeneration } from "./request-plan.js";
 import { ServedModels } from "./served-models.js";
@@ -27,8 +27,8 @@ export function inferenceHandlers(deps: { engine: InferenceEngine; resolver: Mod
   const served = new ServedModels(deps);
 
   /** Structured outputs of either request kind; a fallback is reported in a response header. */
-  const grammarOf = (request: Pick<ChatCompletionRequest, "responseFormat" | "structuredOutputs">, context: HandlerContext) => {
-    const structured = structuredOutput(request);
+  const grammarOf = (request: Pick<ChatCompletionRequest, "responseFormat" | "structuredOutputs">, context: HandlerContext, sent: JsonObject, continuedText: string) => {
+    const structured = structuredOutput(request, { sentResponseFormat: sent.response_format, continuedText });
     // A header value holds printable ASCII only (the reason may quote the client's schema).
     if (structured.fallback) context.responseHeader.set("srl-structured-output-fallback", clipText(structured.fallback.replace(/[^\x20-\x7e]/g, "?"), 1024));
     return structured.grammar;
@@ -39,7 +39,7 @@ export function inferenceHandlers(deps: { engine: InferenceEngine; resolver: Mod
     const sent = sentJson(context, ChatCompletionRequestSchema, request);
     checkMessages(sent.messages);
     const target = await deps.resolver.resolve(principalOf(context).entity, request.model);
-    const grammar = grammarOf(request, context);
+    const grammar = grammarOf(request, context, sent, request.continueFinalMessage ? continuedText(sent.messages) : "");
     const tools = planTools(request.toolChoice ? toJson(ValueSchema, request.toolChoice) : undefined, request.tools.length > 0 ? ((sent.tools ?? []) as JsonObject[]) : null, request.parallelToolCalls ?? true);
     if (tools.grammar !== null && grammar !== null) throw badRequest(`tool_choice: a forced tool call cannot be combined with structured outputs (response_format / structured_outputs)`);
     const plan = planGeneration(request, sent, target, streaming, tools.grammar ?? grammar);
@@ -61,7 +61,7 @@ export function inferenceHandlers(deps: { engine: InferenceEngine; resolver: Mod
     if (!request.model) throw badRequest("model is required");
     const prompts = readPrompts(request);
     const target = await deps.resolver.resolve(principalOf(context).entity, request.model);
-    const plan = planLegacyCompletion(request, target, streaming, grammarOf(request, context));
+    const plan = planLegacyCompletion(request, target, streaming, grammarOf(request, context, sentJson(context, CompletionRequestSchema, request), ""));
     const options: LegacyOptions = {
       id: request.requestId,
       model: request.model,

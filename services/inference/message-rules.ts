@@ -84,3 +84,11 @@ export function flattenTextParts(message: JsonObject): JsonObject {
   });
   return { ...message, content: texts.join("\n") };
 }
+
+/** The text of the final message (continue_final_message: what the output continues). */
+export function continuedText(messages: JsonValue | undefined): string {
+  const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
+  if (typeof last !== "object" || last === null || Array.isArray(last)) return "";
+  const content = flattenTextParts(last).content;
+  return typeof content === "string" ? content : "";
+}

@@ -2,10 +2,15 @@
 // sampling (never by retrying). Schema keywords or regex constructs outside what the compilers
 // support are a 400 naming them — except where `structured_outputs.disable_fallback` is false,
 // which allows falling back to "any JSON object" (reported in a response header).
-import type { JsonValue } from "@bufbuild/protobuf";
+//
+// Structural tags describe a whole assistant message (free text with tagged JSON in it), so when
+// the request continues its final message, the tag's grammar starts where that message's text
+// leaves it: a message ending in a trigger forces the tag to follow. The other constraints apply
+// to the generated text alone, as in vLLM.
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { ChatCompletionRequest } from "../../gen/srl/v1/inference_pb.js";
 import { badRequest } from "../core/errors.js";
-import { choiceToGbnf, jsonObjectGbnf, jsonSchemaToGbnf, regexToGbnf, UnsatisfiableSchemaError, UnsupportedRegexError, UnsupportedSchemaError } from "./grammar/index.js";
+import { choiceToGbnf, jsonObjectGbnf, jsonSchemaToGbnf, regexToGbnf, StructuralTagError, structuralTagToGbnf, UnsatisfiableSchemaError, UnsupportedRegexError, UnsupportedSchemaError } from "./grammar/index.js";
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 
@@ -15,8 +20,16 @@ export interface StructuredOutput {
   fallback: string | null;
 }
 
+/** What the request sent beyond its parsed fields: `response_format` as JSON, and the text a continued final message already has. */
+export interface StructuredOutputContext {
+  /** The client's `response_format` JSON as sent (vLLM's structural-tag form keeps its fields there). */
+  sentResponseFormat: JsonValue | undefined;
+  /** continue_final_message: the final message's text; "" otherwise. */
+  continuedText: string;
+}
+
 /** Reads only the two fields chat and legacy completions share. */
-export function structuredOutput(request: Pick<ChatCompletionRequest, "responseFormat" | "structuredOutputs">): StructuredOutput {
+export function structuredOutput(request: Pick<ChatCompletionRequest, "responseFormat" | "structuredOutputs">, context: StructuredOutputContext): StructuredOutput {
   const format = request.responseFormat;
   const so = request.structuredOutputs;
   const fromFormat = format && format.type !== "text" ? format.type : null;
@@ -32,6 +45,7 @@ export function structuredOutput(request: Pick<ChatCompletionRequest, "responseF
     try {
       return { grammar: build(), fallback: null };
     } catch (error) {
+      if (error instanceof StructuralTagError) throw badRequest(`${field}: ${error.message}`);
       if (error instanceof UnsupportedSchemaError || error instanceof UnsupportedRegexError || error instanceof UnsatisfiableSchemaError) {
         if (fallbackAllowed && error instanceof UnsupportedSchemaError) return { grammar: jsonObjectGbnf(), fallback: `${field}: ${error.message}; any JSON object allowed instead` };
         throw badRequest(`${field}: ${error.message}`);
@@ -46,7 +60,8 @@ export function structuredOutput(request: Pick<ChatCompletionRequest, "responseF
     if (!schema) throw badRequest("response_format.json_schema.schema is required for type json_schema");
     return compile("response_format.json_schema.schema", () => jsonSchemaToGbnf(schema, {}), false);
   }
-  if (fromFormat === "structural_tag") throw badRequest('response_format: type "structural_tag" is not supported by this engine');
+  const structuralTag = (field: string, tag: JsonValue) => compile(field, () => structuralTagToGbnf(tag, { ...whitespace, prefix: context.continuedText }), false);
+  if (fromFormat === "structural_tag") return structuralTag("response_format", responseFormatTag(format?.structuralTag, context.sentResponseFormat));
   if (!so || constraints.length === 0) return { grammar: null, fallback: null };
 
   const fallbackAllowed = !(so.disableFallback ?? false);
@@ -66,5 +81,20 @@ export function structuredOutput(request: Pick<ChatCompletionRequest, "responseF
   if (so.choice.length > 0) return { grammar: choiceToGbnf(so.choice), fallback: null };
   if (so.grammar !== undefined) return { grammar: so.grammar, fallback: null };
   if (so.jsonObject) return compile("structured_outputs.whitespace_pattern", () => jsonObjectGbnf(whitespace), false);
-  throw badRequest("structured_outputs.structural_tag: not supported by this engine");
+  return structuralTag("structured_outputs.structural_tag", so.structuralTag as string);
+}
+
+/**
+ * The structural tag of `response_format: {type: "structural_tag", ...}`: vLLM's fields
+ * (`structures` and `triggers`, or xgrammar's `format`) beside `type` as the client sent them, or,
+ * from typed clients, the `structural_tag` object.
+ */
+function responseFormatTag(typed: JsonValue | undefined, sent: JsonValue | undefined): JsonValue {
+  const raw = typeof sent === "object" && sent !== null && !Array.isArray(sent) ? sent : {};
+  if ("structures" in raw || "triggers" in raw || "format" in raw) {
+    // Only the tag's own fields: type, json_schema and structural_tag belong to response_format.
+    return Object.fromEntries(Object.entries(raw as JsonObject).filter(([key]) => !["type", "json_schema", "structural_tag"].includes(key)));
+  }
+  if (typed !== undefined) return typed;
+  throw badRequest('response_format: type "structural_tag" needs "structures" and "triggers" (or xgrammar\'s "format")');
 }

@@ -135,3 +135,102 @@ describe("structured outputs", () => {
     expect(twoAtOnce.status).toBe(400);
   });
 });
+
+describe("structural tags", () => {
+  const weather = {
+    type: "object",
+    properties: { city: { type: "string", minLength: 1, maxLength: 8 }, unit: { enum: ["celsius", "fahrenheit"] } },
+    required: ["city", "unit"],
+  };
+  const time = { type: "object", properties: { zone: { type: "string", pattern: "^[A-Z]{3}$" } }, required: ["zone"] };
+  const tag = {
+    structures: [
+      { begin: "<function=get_weather>", schema: weather, end: "</function>" },
+      { begin: "<function=get_time>", schema: time, end: "</function>" },
+    ],
+    triggers: ["<function="],
+  };
+  /** Every tag in `text`: each trigger must start a whole tag whose JSON its schema accepts. */
+  const tagsIn = (text: string) => {
+    const validators: Record<string, ReturnType<Ajv["compile"]>> = { get_weather: new Ajv({ strict: false }).compile(weather), get_time: new Ajv({ strict: false }).compile(time) };
+    const found: { name: string; value: unknown }[] = [];
+    for (let at = text.indexOf("<function="); at >= 0; at = text.indexOf("<function=", at + 1)) {
+      const match = /^<function=(get_weather|get_time)>([\s\S]*?)<\/function>/.exec(text.slice(at));
+      expect(match, `a whole tag at ${at} in ${JSON.stringify(text)}`).not.toBeNull();
+      const [, name, json] = match as RegExpExecArray;
+      const value: unknown = JSON.parse(json as string);
+      const validate = validators[name as string] as ReturnType<Ajv["compile"]>;
+      expect(validate(value), `${json}\n${JSON.stringify(validate.errors)}`).toBe(true);
+      found.push({ name: name as string, value });
+    }
+    return found;
+  };
+  const continuing = (prefix: string): OpenAI.ChatCompletionMessageParam[] => [
+    { role: "user", content: "What is the weather in Paris?" },
+    { role: "assistant", content: prefix },
+  ];
+
+  it("forces a whole tag after a continued message ending in the trigger (structured_outputs, 20 seeded samples)", async () => {
+    const prefix = "Let me check. <function=";
+    for (let seed = 0; seed < 4; seed++) {
+      const result = await create({
+        seed,
+        n: 5,
+        max_tokens: 250,
+        messages: continuing(prefix),
+        continue_final_message: true,
+        add_generation_prompt: false,
+        structured_outputs: { structural_tag: JSON.stringify(tag) },
+      });
+      for (const choice of result.choices) {
+        expect(tagsIn(prefix + (choice.message.content ?? "")).length).toBeGreaterThanOrEqual(1);
+      }
+    }
+  });
+
+  it("takes vLLM's response_format form and xgrammar's format, and starts part-way through a begin string", async () => {
+    const partial = await create({
+      seed: 5,
+      n: 3,
+      max_tokens: 200,
+      messages: continuing("<function=get_t"),
+      continue_final_message: true,
+      add_generation_prompt: false,
+      response_format: { type: "structural_tag", ...tag },
+    });
+    for (const choice of partial.choices) {
+      expect(choice.message.content?.startsWith("ime>")).toBe(true);
+      expect(tagsIn(`<function=get_t${choice.message.content ?? ""}`)[0]?.name).toBe("get_time");
+    }
+    // at_least_one + stop_after_first: the output is exactly one tag.
+    const format = {
+      type: "triggered_tags",
+      triggers: ["<function="],
+      tags: [{ type: "tag", begin: "<function=get_weather>", content: { type: "json_schema", json_schema: weather }, end: "</function>" }],
+      at_least_one: true,
+      stop_after_first: true,
+    };
+    const exact = await create({ seed: 1, n: 4, max_tokens: 200, response_format: { type: "structural_tag", format } });
+    for (const choice of exact.choices) {
+      expect(choice.finish_reason).toBe("stop");
+      expect(choice.message.content).toMatch(/^<function=get_weather>[\s\S]*<\/function>$/);
+      expect(tagsIn(choice.message.content ?? "")).toHaveLength(1);
+    }
+  });
+
+  it("refuses malformed tags and continued messages it cannot resume, naming them", async () => {
+    const refused = async (body: Extra, pattern: RegExp) => {
+      const res = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, max_tokens: 5, ...body } });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect((res.body as { error: { message: string } }).error.message).toMatch(pattern);
+    };
+    await refused({ structured_outputs: { structural_tag: "{not json" } }, /structured_outputs\.structural_tag: the structural tag is not valid JSON/);
+    await refused({ structured_outputs: { structural_tag: JSON.stringify({ ...tag, triggers: ["<call="] }) } }, /structures\[0\]\.begin must start with one of the triggers/);
+    await refused({ response_format: { type: "structural_tag" } }, /response_format: type "structural_tag" needs "structures" and "triggers"/);
+    await refused({ response_format: { type: "structural_tag", format: { type: "regex", pattern: "a+" } } }, /unsupported structural tag format type "regex"/);
+    await refused(
+      { messages: continuing('<function=get_weather>{"city"'), continue_final_message: true, add_generation_prompt: false, response_format: { type: "structural_tag", ...tag } },
+      /ends inside a structural tag's content/,
+    );
+  });
+});

@@ -3,4 +3,5 @@
 export { jsonSchemaToGbnf, UnsupportedSchemaError, UnsatisfiableSchemaError, type JsonSchemaGbnfOptions } from "./json-schema.js";
 export { regexToGbnf, regexRule, UnsupportedRegexError, type RegexEncoding } from "./regex.js";
 export { choiceToGbnf, jsonObjectGbnf } from "./choice.js";
+export { structuralTagToGbnf, StructuralTagError, type StructuralTagOptions } from "./structural-tag.js";
 export type { WhitespaceOptions } from "./json-primitives.js";

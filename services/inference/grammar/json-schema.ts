@@ -83,6 +83,14 @@ export function jsonSchemaToGbnf(schema: JsonValue, options: JsonSchemaGbnfOptio
   return new SchemaCompiler(schema, options).compile();
 }
 
+/**
+ * `schema` compiled into an existing builder, for grammars that embed JSON documents (structural
+ * tags): returns the name of its rule (a fresh name from `hint`); helper rules share the builder.
+ */
+export function jsonSchemaRule(builder: GrammarBuilder, schema: JsonValue, options: JsonSchemaGbnfOptions = {}, hint = "json"): string {
+  return new SchemaCompiler(schema, options, builder).compileInto(builder.reserve(hint));
+}
+
 const ANNOTATIONS = new Set([
   "title",
   "description",
@@ -192,7 +200,6 @@ function ruleHint(path: string, suffix: string): string {
 }
 
 class SchemaCompiler {
-  private readonly b = new GrammarBuilder();
   private wsSymbol: string | null = null;
   private readonly refRules = new Map<string, string>();
   /** Reference -> references reachable from the start of its schema without consuming input. */
@@ -203,10 +210,15 @@ class SchemaCompiler {
   constructor(
     private readonly root: JsonValue,
     private readonly options: JsonSchemaGbnfOptions,
+    private readonly b: GrammarBuilder = new GrammarBuilder(),
   ) {}
 
   compile(): string {
-    const root = this.b.reserveExact("root");
+    return this.b.render(this.compileInto(this.b.reserveExact("root")));
+  }
+
+  /** Sets the body of the reserved rule `name` to the schema (its `#`). */
+  compileInto(name: string): string {
     if (this.options.whitespacePattern !== undefined && !this.options.disableAnyWhitespace) {
       try {
         parseRegex(this.options.whitespacePattern);
@@ -215,10 +227,10 @@ class SchemaCompiler {
         throw err;
       }
     }
-    this.refRules.set("#", root);
-    this.b.set(root, this.body(this.root, "#", "#"));
+    this.refRules.set("#", name);
+    this.b.set(name, this.body(this.root, "#", "#"));
     this.checkLeftRecursion();
-    return this.b.render(root);
+    return name;
   }
 
   /** The whitespace symbol between tokens ("" for none), created on first use. */
