@@ -10,14 +10,10 @@
 // llama.cpp threads everywhere; unset: each system's own defaults (the service's rule,
 // also used for direct; llama-server's own). Uses its own database.
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { cpus } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
-import { startEmbeddedDatabase } from "../../services/store/launcher.js";
-import { connectDatabase } from "../../services/store/mongo.js";
-import { startServerProcess } from "../../test/support/server-process.js";
+import { startBenchService } from "./bench-service.js";
 import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
 import { interleavedRuns, streamLevels, type Figures } from "./interleaved.js";
 import { figuresCell, levelFigures, type LevelFigures } from "./stats.js";
@@ -34,24 +30,16 @@ type System = (typeof SYSTEMS)[number];
 type RunFigures = Record<System, Figures>;
 
 const binaries = await llamaServerBinaries();
-const dataDir = await mkdtemp(join(tmpdir(), "srl-bench-"));
-const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
-const server = await startServerProcess({
-  DATA_DIR: dataDir,
-  MONGODB_URI: database.uri,
-  MONGODB_DB: "bench",
-  LOG_LEVEL: "warn",
+const server = await startBenchService("inference", {
   ENGINE_SEQUENCES: String(SEQUENCES),
   ...(THREADS ? { ENGINE_THREADS: String(THREADS) } : {}),
   ...(MODEL_FILE ? { BASE_MODELS: `bench=${MODEL_FILE}` } : {}),
 });
 const modelName = MODEL_FILE ? "bench" : "tiny-chat";
-const modelFile = MODEL_FILE ?? join(dataDir, "models", "tiny-chat.gguf");
+const modelFile = MODEL_FILE ?? join(server.dataDir, "models", "tiny-chat.gguf");
+const key = server.key;
 let llamaServer: LlamaServer | undefined;
 try {
-  const db = await connectDatabase(database.uri, "bench");
-  const key = (await new ApiKeys(db.db).create("bench")).key;
-  await db.close();
   await streamChat({ url: server.url, key, model: modelName, prompt: "Warm up", maxTokens: 8 }); // loads the model and a context (and writes tiny-chat.gguf)
 
   llamaServer = await startLlamaServer(binaries, modelFile, THREADS ? ["-t", String(THREADS), "-np", String(SEQUENCES)] : []);
@@ -85,8 +73,6 @@ try {
 } finally {
   await llamaServer?.stop();
   await server.stop();
-  await database.stop();
-  await rm(dataDir, { recursive: true, force: true });
 }
 
 function printTable(title: string, figures: RunFigures): void {

@@ -7,14 +7,10 @@
 // Tokens/s and time to first token p50/p95, and the ratios of both API columns to the direct one.
 // BENCH_RUNS runs (default 3), interleaved; a table per run, then the medians. BENCH_MODEL=path: a
 // real GGUF (default: the built-in tiny model). Uses its own database.
-import { mkdtemp, rm } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { cpus } from "node:os";
 import { join, resolve } from "node:path";
-import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
 import { ensureBuiltInModel } from "../../services/weights/tiny-model.js";
-import { startEmbeddedDatabase } from "../../services/store/launcher.js";
-import { connectDatabase } from "../../services/store/mongo.js";
-import { startServerProcess } from "../../test/support/server-process.js";
+import { startBenchService } from "./bench-service.js";
 import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
 import { interleavedRuns, streamLevels, type Figures } from "./interleaved.js";
 import { figuresCell, type LevelFigures } from "./stats.js";
@@ -30,23 +26,15 @@ type System = (typeof SYSTEMS)[number];
 type RunFigures = Record<System, Figures>;
 
 const binaries = await llamaServerBinaries();
-const dataDir = await mkdtemp(join(tmpdir(), "srl-bench-remote-"));
-const modelFile = process.env.BENCH_MODEL ? resolve(process.env.BENCH_MODEL) : await ensureBuiltInModel("tiny-chat", dataDir);
 const launch = (count: number) => ({ kind: "llama-server", launch: { count, binary: join(binaries, "llama-server"), threads: THREADS, slots: SLOTS } });
-const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
-const server = await startServerProcess({
-  DATA_DIR: dataDir,
-  MONGODB_URI: database.uri,
-  MONGODB_DB: "bench",
-  LOG_LEVEL: "warn",
-  BASE_MODELS: `two=${modelFile},one=${modelFile}`,
-  ENGINES: JSON.stringify({ two: launch(2), one: launch(1) }),
+let modelFile = "";
+const server = await startBenchService("remote", async (dataDir) => {
+  modelFile = process.env.BENCH_MODEL ? resolve(process.env.BENCH_MODEL) : await ensureBuiltInModel("tiny-chat", dataDir);
+  return { BASE_MODELS: `two=${modelFile},one=${modelFile}`, ENGINES: JSON.stringify({ two: launch(2), one: launch(1) }) };
 });
+const key = server.key;
 let direct: LlamaServer | undefined;
 try {
-  const db = await connectDatabase(database.uri, "bench");
-  const key = (await new ApiKeys(db.db).create("bench")).key;
-  await db.close();
   direct = await startLlamaServer(binaries, modelFile, ["-t", String(THREADS), "-np", String(SLOTS)]);
   const targets: Record<System, { url: string; key: string | null; model: string }> = {
     "API -> 2 replicas": { url: server.url, key, model: "two" },
@@ -63,8 +51,6 @@ try {
 } finally {
   await direct?.stop();
   await server.stop();
-  await database.stop();
-  await rm(dataDir, { recursive: true, force: true });
 }
 
 function printTable(title: string, figures: RunFigures): void {
