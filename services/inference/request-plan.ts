@@ -1,6 +1,7 @@
 // A validated chat completion request -> what the engine runs. Options this engine cannot honour
 // are refused with a 400 naming the field; only true no-ops (user, length_penalty without beam
-// search, reasoning switches of a model without reasoning) pass silently.
+// search, the sampling knobs under beam search, reasoning switches of a model without reasoning)
+// pass silently.
 import { toJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ChatCompletionRequest } from "../../gen/srl/v1/inference_pb.js";
@@ -15,7 +16,7 @@ export type SharedFields = Pick<
   | "n" | "seed" | "temperature" | "topP" | "topK" | "minP" | "frequencyPenalty" | "presencePenalty" | "repetitionPenalty"
   | "logitBias" | "badWords" | "allowedTokenIds" | "stop" | "stopTokenIds" | "includeStopStrInOutput" | "ignoreEos" | "minTokens"
   | "skipSpecialTokens" | "spacesBetweenSpecialTokens" | "priority" | "truncatePromptTokens" | "cacheSalt" | "promptLogprobs"
-  | "returnTokensAsTokenIds" | "returnTokenIds" | "repetitionDetection" | "useBeamSearch" | "kvTransferParams" | "vllmXargs" | "streamOptions"
+  | "returnTokensAsTokenIds" | "returnTokenIds" | "repetitionDetection" | "useBeamSearch" | "lengthPenalty" | "kvTransferParams" | "vllmXargs" | "streamOptions"
 >;
 
 /** What a chat request and a legacy completion request run the same way. */
@@ -38,6 +39,7 @@ export function planShared(request: SharedFields, target: ServeTarget, streaming
     truncatePromptTokens: request.truncatePromptTokens === undefined ? null : Number(request.truncatePromptTokens),
     cacheSalt: request.cacheSalt ?? null,
     n: request.n ?? 1,
+    beamSearch: beamSearch(request, grammar),
     maxTokens,
     minTokens: request.minTokens ?? 0,
     sampling: {
@@ -105,11 +107,32 @@ function refuseUnsupported(request: SharedFields, streaming: boolean): void {
   const refuse = (field: string, why: string) => {
     throw badRequest(`${field}: ${why}`);
   };
-  if (request.useBeamSearch) refuse("use_beam_search", "beam search is not supported by this engine");
   if (request.kvTransferParams && Object.keys(request.kvTransferParams).length > 0) refuse("kv_transfer_params", "disaggregated serving is not available here");
   if (request.vllmXargs && Object.keys(request.vllmXargs).length > 0) refuse("vllm_xargs", "this engine has no custom extensions");
   if (request.streamOptions && !streaming) refuse("stream_options", "only allowed with stream: true");
   if (streaming && request.promptLogprobs !== undefined) refuse("prompt_logprobs", "not available with stream: true");
+}
+
+/**
+ * use_beam_search: n beams scored by raw log-probabilities (vLLM), so temperature, top_p, top_k,
+ * min_p and seed have nothing to act on and pass. What would change which sequences may come or
+ * how they score is refused rather than silently dropped (vLLM's beam search drops it).
+ */
+function beamSearch(request: SharedFields, grammar: string | null): GenerateRequest["beamSearch"] {
+  if (!request.useBeamSearch) return null;
+  const refuse = (field: string) => {
+    throw badRequest(`${field}: not applied by beam search (use_beam_search ranks beams by the model's own log-probabilities); remove it or sample instead`);
+  };
+  if (grammar !== null) refuse("structured outputs and forced tool calls (tool_choice \"required\" or a named function)");
+  if (Object.keys(request.logitBias).length > 0) refuse("logit_bias");
+  if (request.badWords.length > 0) refuse("bad_words");
+  if (request.allowedTokenIds.length > 0) refuse("allowed_token_ids");
+  if ((request.frequencyPenalty ?? 0) !== 0) refuse("frequency_penalty");
+  if ((request.presencePenalty ?? 0) !== 0) refuse("presence_penalty");
+  if ((request.repetitionPenalty ?? 1) !== 1) refuse("repetition_penalty");
+  const lengthPenalty = request.lengthPenalty ?? 1;
+  if (!Number.isFinite(lengthPenalty)) throw badRequest("length_penalty must be a finite number");
+  return { lengthPenalty };
 }
 
 function contentParts(content: JsonValue): string[] {

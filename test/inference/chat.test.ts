@@ -170,8 +170,10 @@ describe("chat completions on tiny-chat", () => {
     expect(priority.body).toMatchObject({ error: { message: expect.stringContaining("priority"), code: 400 } });
     const both = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, continue_final_message: true } });
     expect(both.body).toMatchObject({ error: { message: expect.stringContaining("continue_final_message and add_generation_prompt"), code: 400 } });
-    const beam = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, use_beam_search: true } });
-    expect(beam.body).toMatchObject({ error: { message: expect.stringMatching(/^use_beam_search:/), code: 400 } });
+    const beam = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, use_beam_search: true, bad_words: ["x"] } });
+    expect(beam.body).toMatchObject({ error: { message: expect.stringMatching(/^bad_words: not applied by beam search/), code: 400 } });
+    const transfer = await rest("POST", "/v1/chat/completions", { key, body: { model: "tiny-chat", messages, kv_transfer_params: { remote: "x" } } });
+    expect(transfer.body).toMatchObject({ error: { message: expect.stringMatching(/^kv_transfer_params:/), code: 400 } });
     const otherKey = await createKey(uniqueEntity("stranger"));
     const model = (await rest("POST", "/v1/preview/models", { key, body: { project: "chat", name: "mine", base_model: "tiny-chat" } })).body as { entity: string };
     const foreign = await rest("POST", "/v1/chat/completions", { key: otherKey, body: { model: `wandb-artifact:///${model.entity}/chat/mine`, messages } });

@@ -212,6 +212,7 @@ function request(base: BaseModelRef, content: string, maxTokens: number | null):
     truncatePromptTokens: null,
     cacheSalt: null,
     n: 1,
+    beamSearch: null,
     maxTokens,
     minTokens: 0,
     sampling: { temperature: 0, topP: null, topK: null, minP: null, seed: null, frequencyPenalty: 0, presencePenalty: 0, repetitionPenalty: null },

@@ -57,6 +57,8 @@ export interface GenerateRequest {
   cacheSalt: string | null;
   // Generation.
   n: number;
+  /** use_beam_search: the n best of n beams (engine/llama/beam-search.ts) instead of n samples. */
+  beamSearch: { lengthPenalty: number } | null;
   maxTokens: number | null;
   minTokens: number;
   sampling: SamplingSettings;

@@ -9,6 +9,7 @@ import { ContextPools, type Lease } from "./context-pool.js";
 import { ContextSizes } from "./context-size.js";
 import { describeBaseModel } from "./describe.js";
 import { EngineRequestError } from "./errors.js";
+import { beamSearch } from "./beam-search.js";
 import { generateChoice, promptLogprobs } from "./generate.js";
 import { endOfGenerationTokens } from "./model-info.js";
 import { modelPath } from "./model-source.js";
@@ -59,6 +60,27 @@ export class LlamaEngine {
       emit({ type: "started", id: request.id, promptTokenIds: prompt.tokens, promptLogprobs: logprobsOfPrompt, echoText: prompt.echoText, promptTokenTexts });
       const maxTokens = Math.min(request.maxTokens ?? Number.MAX_SAFE_INTEGER, contextSize - prompt.tokens.length);
       let completionTokens = 0;
+      if (request.beamSearch && request.maxTokens !== 0) {
+        await beamSearch({
+          model,
+          sequences: lease.sequences.map((pooled) => pooled.sequence),
+          request,
+          lengthPenalty: request.beamSearch.lengthPenalty,
+          promptTokens: prompt.tokens,
+          cachedTokens: request.promptLogprobs !== null ? prompt.tokens.length - 1 : (lease.cached[0] ?? 0),
+          maxTokens,
+          signal,
+          events: {
+            choice: (choice, out) => {
+              completionTokens += out.tokenIds.length;
+              if (out.text || out.tokenIds.length > 0) emit({ type: "delta", id: request.id, choice, text: out.text, tokenIds: out.tokenIds, logprobs: out.logprobs });
+              emit({ type: "finished", id: request.id, choice, finishReason: out.finishReason, stopReason: out.stopReason });
+            },
+          },
+        });
+        emit({ type: "done", id: request.id, usage: { promptTokens: prompt.tokens.length, completionTokens, cachedTokens: cached } });
+        return;
+      }
       const sampling = new SamplingPlan(model, request);
       await Promise.all(
         lease.sequences.map((pooled, choice) =>

@@ -17,7 +17,7 @@ export interface ChoiceEvents {
   finished(finishReason: "stop" | "length", stopReason: number | string | null, completionTokens: number): void;
 }
 
-type NextOutput = { token?: Token | null; logits?: Map<Token, number>; totalLogitWeight?: number };
+export type NextOutput = { token?: Token | null; logits?: Map<Token, number>; totalLogitWeight?: number };
 
 export async function generateChoice(options: {
   model: LlamaModel;
@@ -127,7 +127,7 @@ export async function generateChoice(options: {
 }
 
 /** log p(token) = logit - max - log(sum exp(logit - max)), from the raw logits of this step. */
-function tokenLogprob(model: LlamaModel, token: Token, next: NextOutput, request: GenerateRequest): TokenLogprobOut {
+export function tokenLogprob(model: LlamaModel, token: Token, next: NextOutput, request: GenerateRequest): TokenLogprobOut {
   const logits = next.logits ?? new Map<Token, number>();
   // The map holds every token of the vocabulary under a grammar: one pass, no spread, no full sort.
   const top = highest(logits, request.topLogprobs);
@@ -197,7 +197,7 @@ function emptyBias(model: LlamaModel): TokenBias {
  * kept and, with spaces_between_special_tokens, set apart from their neighbours by a space. `push`
  * returns the text so far (up to a whole character where it is decoded incrementally).
  */
-function outputText(model: LlamaModel, request: GenerateRequest): { push(token: Token): string; full(): string } {
+export function outputText(model: LlamaModel, request: GenerateRequest): { push(token: Token): string; full(): string } {
   if (request.skipSpecialTokens || !request.spacesBetweenSpecialTokens) return new IncrementalDetokenizer((tokens) => model.detokenize(tokens, !request.skipSpecialTokens));
   // Special tokens kept and spaced: decoded whole each time (rare).
   const tokens: Token[] = [];

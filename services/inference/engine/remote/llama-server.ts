@@ -42,6 +42,7 @@ export class LlamaServerBackend implements Backend {
     if (request.allowedTokenIds !== null) refuse("allowed_token_ids");
     if (request.promptLogprobs !== null) refuse("prompt_logprobs");
     if (request.priority !== 0) refuse("priority");
+    if (request.beamSearch) refuse("use_beam_search");
     // llama-server's stream leaves out every token that ends inside a multi-byte character (it
     // sends the character with the token that completes it): their ids and log-probabilities
     // never arrive, so these would come back with gaps.

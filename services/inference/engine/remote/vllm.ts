@@ -43,6 +43,8 @@ export class VllmBackend implements Backend {
   refuseUnsupported(request: GenerateRequest): void {
     // prompt_logprobs comes back only with the whole response (stream: false); this engine streams.
     if (request.promptLogprobs !== null) throw badRequest(`prompt_logprobs: not supported by the vLLM replicas serving ${request.base.name} through this service`);
+    // This service asks a replica for one choice at a time, and beams are not independent choices.
+    if (request.beamSearch) throw badRequest(`use_beam_search: not supported by the vLLM replicas serving ${request.base.name} through this service; the embedded engine runs it`);
   }
 
   async healthy(replica: Replica): Promise<boolean> {

@@ -1,0 +1,51 @@
+// A sequence given another's state (through a state file for a short state, the whole-buffer copy
+// for a long one) continues exactly as the original: the same logits for the next token, and
+// for the token after that, on SmolLM2 (real llama.cpp, a context of several sequences).
+import { resolve } from "node:path";
+import { getLlama, LlamaLogLevel, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { copySequenceState } from "./sequence-fork.js";
+
+let model: LlamaModel;
+let context: LlamaContext;
+beforeAll(async () => {
+  const llama = await getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error });
+  model = await llama.loadModel({ modelPath: resolve(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf") });
+  context = await model.createContext({ sequences: 3, contextSize: 512, threads: 1 });
+});
+afterAll(async () => {
+  await context?.dispose();
+  await model?.dispose();
+});
+
+/** The next token's 5 most likely tokens and raw logits after `token`, and the normaliser. */
+async function next(sequence: LlamaContextSequence, token: Token): Promise<string> {
+  const [out] = await sequence.controlledEvaluate([[token, { generateNext: { logits: { filter: { tokens: [], includeTop: 5 } }, totalLogitWeight: true } }]]);
+  return JSON.stringify([[...(out?.next.logits ?? new Map())], out?.next.totalLogitWeight]);
+}
+
+describe("copySequenceState", () => {
+  for (const [kind, words] of [["a state file (short state)", 10], ["the whole-buffer copy (state past a quarter of the context)", 60]] as const) {
+    it(`gives the targets the source's tokens and cache, through ${kind}`, async () => {
+      const [source, first, second] = [context.getSequence(), context.getSequence(), context.getSequence()];
+      try {
+        const tokens = model.tokenize(Array.from({ length: words }, (_, i) => `word${i}`).join(" "));
+        expect(tokens.length * 4 < 512).toBe(words === 10);
+        // A target holding something else before the copy: it must not leak into the result.
+        await second.evaluateWithoutGeneratingNewTokens(model.tokenize("unrelated text first"));
+        await source.evaluateWithoutGeneratingNewTokens(tokens.slice(0, -1));
+        await copySequenceState(source, [first, second]);
+        for (const target of [first, second]) expect([...target.contextTokens]).toEqual(tokens.slice(0, -1));
+        const last = tokens[tokens.length - 1] as Token;
+        const expected = await next(source, last);
+        expect(await next(first, last)).toBe(expected);
+        expect(await next(second, last)).toBe(expected);
+        // And the step after: the copied cache holds every position.
+        const again = await next(source, last);
+        expect(await next(first, last)).toBe(again);
+      } finally {
+        for (const sequence of [source, first, second]) sequence.dispose();
+      }
+    });
+  }
+});
