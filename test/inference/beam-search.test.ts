@@ -162,6 +162,12 @@ describe.skipIf(!present)("beam search on SmolLM2", () => {
       if (choice.finish_reason === "stop") expect([" is", 2]).toContain(choice.stop_reason);
     }
     expect(stopped.choices.some((c) => c.stop_reason === " is")).toBe(true);
+    // A beam ended by its very first token still reports that token's log-probability.
+    const first = (await chat({ max_tokens: 1, temperature: 0, return_token_ids: true })).choices[0]?.token_ids?.[0] as number;
+    const endsAtOnce = await chat({ n: 2, max_tokens: 8, use_beam_search: true, stop_token_ids: [first], logprobs: true, return_token_ids: true } as Omit<ChatParams, "model" | "messages">);
+    const immediate = endsAtOnce.choices.find((c) => c.stop_reason === first);
+    expect(immediate?.token_ids ?? []).toEqual([]);
+    expect(immediate?.logprobs?.content).toHaveLength(1);
     const atLeast = await chat({ n: 3, max_tokens: 24, use_beam_search: true, min_tokens: 14, return_token_ids: true });
     for (const choice of atLeast.choices) expect(choice.token_ids?.length).toBeGreaterThanOrEqual(14);
   }, 120_000);

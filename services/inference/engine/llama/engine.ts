@@ -73,7 +73,7 @@ export class LlamaEngine {
           events: {
             choice: (choice, out) => {
               completionTokens += out.tokenIds.length;
-              if (out.text || out.tokenIds.length > 0) emit({ type: "delta", id: request.id, choice, text: out.text, tokenIds: out.tokenIds, logprobs: out.logprobs });
+              if (out.text || out.tokenIds.length > 0 || out.logprobs.length > 0) emit({ type: "delta", id: request.id, choice, text: out.text, tokenIds: out.tokenIds, logprobs: out.logprobs });
               emit({ type: "finished", id: request.id, choice, finishReason: out.finishReason, stopReason: out.stopReason });
             },
           },
