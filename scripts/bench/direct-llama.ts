@@ -1,6 +1,7 @@
 // The benchmark's workload driven directly on node-llama-cpp (no gateway, no IPC, no JSON, no
 // HTTP): the reference the service's own overhead is measured against. Same prompts (the model's
-// chat template), greedy, the same number of sequences; requests beyond them wait for a free one.
+// chat template), greedy, going on past end tokens (as ignore_eos does for the others), the same
+// number of sequences; requests beyond them wait for a free one.
 // Prints one JSON line: the threads used, and per level each request's tokens and time to first
 // token, and the wall time.
 import { Template } from "@huggingface/jinja";
@@ -30,7 +31,7 @@ const run = async (prompt: string) => {
     const text = template.render({ messages: [{ role: "user", content: prompt }], add_generation_prompt: true, bos_token: model.tokens.bosString ?? "", eos_token: model.tokens.eosString ?? "" });
     let first = 0;
     let count = 0;
-    for await (const _token of sequence.evaluate(model.tokenize(text, true), { temperature: 0 })) {
+    for await (const _token of sequence.evaluate(model.tokenize(text, true), { temperature: 0, yieldEogToken: true })) {
       if (count === 0) first = performance.now() - started;
       if (++count >= maxTokens) break;
     }

@@ -7,7 +7,8 @@
 // API / direct. BENCH_RUNS runs (default 3), interleaved (the order rotates per run) so drift on
 // a shared machine hits every column alike; a table per run, then the medians.
 // BENCH_MODEL=path: a real GGUF (default: the built-in tiny model). BENCH_THREADS=N: the same
-// llama.cpp threads everywhere; unset: each system's own defaults (the service's rule,
+// llama.cpp threads everywhere (the service as ENGINE_THREADS=N, with its rule for single-token
+// steps where N is every core); unset: each system's own defaults (the service's rule,
 // also used for direct; llama-server's own). Uses its own database.
 import { execFile } from "node:child_process";
 import { cpus } from "node:os";

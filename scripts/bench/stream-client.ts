@@ -20,6 +20,8 @@ export async function streamChat(options: { url: string; key: string | null; mod
       stream: true,
       stream_options: { include_usage: true },
     }),
+  }).catch((error: unknown) => {
+    throw new Error(`${options.url}: the request failed before an answer: ${String((error as { cause?: unknown }).cause ?? error)}`);
   });
   if (!response.ok || !response.body) throw new Error(`${options.url}: HTTP ${response.status}: ${await response.text()}`);
   const reader = response.body.getReader();

@@ -85,7 +85,7 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
   { name: "BOOTSTRAP_ENTITY", default: "local", meaning: "entity of the key created on a first embedded start" },
   { name: "PRIORITY_MODELS", default: "(empty)", meaning: "comma-separated base models scheduled by request priority" },
-  { name: "ENGINE_THREADS", default: "0", meaning: "llama.cpp threads (0 = per model and step: llama.cpp's own count, its math cores, for a model of 48 MB or more, one fewer, at least 1, for a smaller one, and one fewer for a step decoding a single token)" },
+  { name: "ENGINE_THREADS", default: "0", meaning: "llama.cpp threads (0 = per model: llama.cpp's own count, its math cores, for a model of 48 MB or more, one fewer, at least 1, for a smaller one); a step decoding a single token runs on one thread fewer where they are chosen so or set to every core" },
   { name: "ENGINE_SEQUENCES", default: "8", meaning: "parallel sequences per context (continuous batching)" },
   { name: "ENGINE_CONTEXT_SIZE", default: "0", meaning: "cap on each base model's context per sequence (prompt + completion of one request); 0 = the model's own trained context length; either way lowered until a context of ENGINE_SEQUENCES fits in ENGINE_CONTEXT_MEMORY_MB (not below 512)" },
   { name: "ENGINE_MAX_QUEUE", default: "64", meaning: "requests waiting per base model before 429" },

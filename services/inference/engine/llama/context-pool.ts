@@ -8,7 +8,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import type { Logger } from "../../../core/logger.js";
 import { estimateContextBytes, type ContextSizes } from "./context-size.js";
 import { EngineRequestError } from "./errors.js";
-import { chooseThreadsPerBatch, threadsFor } from "./threads.js";
+import { chooseThreadsPerBatch, singleTokenStepsTakeFewer, threadsFor } from "./threads.js";
 
 export interface PooledSequence {
   sequence: LlamaContextSequence;
@@ -116,7 +116,7 @@ export class ContextPools {
         threads,
         ...(adapterPath ? { lora: { adapters: [{ filePath: adapterPath, scale: 1 }] } } : {}),
       });
-      if (this.settings.threads === 0) chooseThreadsPerBatch(context);
+      if (singleTokenStepsTakeFewer(this.settings.threads, model.llama.cpuMathCores)) chooseThreadsPerBatch(context);
       const free: PooledSequence[] = [];
       while (context.sequencesLeft > 0) free.push({ sequence: context.getSequence(), salt: null });
       this.pools.set(key, { key, context, free, busy: 0, lastUsed: Date.now(), bytes });

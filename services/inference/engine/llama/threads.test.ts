@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FULL_THREADS_MIN_BYTES, threadsFor, threadsForBatch } from "./threads.js";
+import { FULL_THREADS_MIN_BYTES, singleTokenStepsTakeFewer, threadsFor, threadsForBatch } from "./threads.js";
 
 describe("threadsFor", () => {
   it("takes ENGINE_THREADS when it is set", () => {
@@ -21,5 +21,12 @@ describe("threadsFor", () => {
     expect(threadsForBatch(2, 2)).toBe(2);
     expect(threadsForBatch(40, 8)).toBe(8);
     expect(threadsForBatch(1, 1)).toBe(1);
+  });
+  it("does so where the threads are chosen here, or set to every core; a set count below leaves a core free and is used as it is", () => {
+    expect(singleTokenStepsTakeFewer(0, 2)).toBe(true);
+    expect(singleTokenStepsTakeFewer(2, 2)).toBe(true);
+    expect(singleTokenStepsTakeFewer(3, 2)).toBe(true);
+    expect(singleTokenStepsTakeFewer(1, 2)).toBe(false);
+    expect(singleTokenStepsTakeFewer(4, 8)).toBe(false);
   });
 });

@@ -5,8 +5,11 @@
 // dominates, and a llama.cpp thread on every core only fights that work for the CPU. With threads
 // chosen so, a decode step of a single token (one stream generating) also runs on one thread
 // fewer: its compute is short too, and the wake-ups of engine, gateway and client per token
-// stall llama.cpp's threads at their barriers. Measured on 2 cores (README, "Inference speed"):
-// every thread helps batches from a 61 MB model up, and hurts them at 23 MB and below.
+// stall llama.cpp's threads at their barriers. The same holds for a set ENGINE_THREADS that takes
+// every core: nothing is left for that work then (SmolLM2 on 2 cores, ENGINE_THREADS=2, one
+// stream: ~44 tokens/s in two runs of three, against ~150 with its single-token steps on one).
+// Measured on 2 cores (README, "Inference speed"): every thread helps batches from a 61 MB model
+// up, and hurts them at 23 MB and below.
 import type { LlamaContext } from "node-llama-cpp";
 
 const MB = 2 ** 20;
@@ -16,6 +19,11 @@ export function threadsFor(configured: number, mathCores: number, modelBytes: nu
   if (configured > 0) return configured;
   const cores = Math.max(1, mathCores);
   return modelBytes >= FULL_THREADS_MIN_BYTES ? cores : Math.max(1, cores - 1);
+}
+
+/** Whether single-token steps run on one thread fewer: threads chosen here, or set to every core. */
+export function singleTokenStepsTakeFewer(configured: number, mathCores: number): boolean {
+  return configured === 0 || configured >= mathCores;
 }
 
 /** Threads for one decode step of `tokens` tokens on a context of `threads` threads. */
@@ -28,7 +36,7 @@ interface BatchThreadsHook {
   _threadsForBatch?: (tokens: number, threads: number) => number;
 }
 
-/** Threads chosen per decode step on this context (only where ENGINE_THREADS left the choice to us). */
+/** Threads chosen per decode step on this context (where singleTokenStepsTakeFewer says so). */
 export function chooseThreadsPerBatch(context: LlamaContext): void {
   (context as unknown as BatchThreadsHook)._threadsForBatch = threadsForBatch;
 }
