@@ -7,14 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copySequenceState } from "./sequence-fork.js";
 
 let model: LlamaModel;
-let context: LlamaContext;
 beforeAll(async () => {
   const llama = await getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error });
   model = await llama.loadModel({ modelPath: resolve(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf") });
-  context = await model.createContext({ sequences: 3, contextSize: 512, threads: 1 });
 });
 afterAll(async () => {
-  await context?.dispose();
   await model?.dispose();
 });
 
@@ -27,6 +24,8 @@ async function next(sequence: LlamaContextSequence, token: Token): Promise<strin
 describe("copySequenceState", () => {
   for (const [kind, words] of [["a state file (short state)", 10], ["the whole-buffer copy (state past a quarter of the context)", 60]] as const) {
     it(`gives the targets the source's tokens and cache, through ${kind}`, async () => {
+      // A context of its own: disposed sequences return to a context only once its lock is free.
+      const context: LlamaContext = await model.createContext({ sequences: 3, contextSize: 512, threads: 1 });
       const [source, first, second] = [context.getSequence(), context.getSequence(), context.getSequence()];
       try {
         const tokens = model.tokenize(Array.from({ length: words }, (_, i) => `word${i}`).join(" "));
@@ -44,7 +43,7 @@ describe("copySequenceState", () => {
         const again = await next(source, last);
         expect(await next(first, last)).toBe(again);
       } finally {
-        for (const sequence of [source, first, second]) sequence.dispose();
+        await context.dispose();
       }
     });
   }
