@@ -4,16 +4,15 @@
 // so with 4 of 8 sequences busy it ran 4 decodes for every 3 steps (the streams that missed a batch
 // took one of their own); patches/node-llama-cpp+3.22.1.patch waits one event-loop turn first.
 // Real llama.cpp on SmolLM2; the decodes are counted on the context's native handle.
-import { resolve } from "node:path";
-import { getLlama, LlamaLogLevel, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadSmolLM2 } from "./test-model.js";
 
 const STEPS = 24;
 let model: LlamaModel;
 
 beforeAll(async () => {
-  const llama = await getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error });
-  model = await llama.loadModel({ modelPath: resolve(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf") });
+  model = await loadSmolLM2();
 });
 afterAll(async () => {
   await model?.dispose();

@@ -1,15 +1,14 @@
 // A sequence given another's state (through a state file for a short state, the whole-buffer copy
 // for a long one) continues exactly as the original: the same logits for the next token, and
 // for the token after that, on SmolLM2 (real llama.cpp, a context of several sequences).
-import { resolve } from "node:path";
-import { getLlama, LlamaLogLevel, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadSmolLM2 } from "./test-model.js";
 import { copySequenceState } from "./sequence-fork.js";
 
 let model: LlamaModel;
 beforeAll(async () => {
-  const llama = await getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error });
-  model = await llama.loadModel({ modelPath: resolve(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf") });
+  model = await loadSmolLM2();
 });
 afterAll(async () => {
   await model?.dispose();
