@@ -6,12 +6,15 @@ import { streamChat } from "./stream-client.js";
 
 export type Figures = Record<number, LevelFigures>;
 
+/** The prompt of a level's `index`-th request (the same at every level, so servers can reuse it). */
+export const storyPrompt = (index: number): string => `Story number ${index + 1}`;
+
 /** Each level's `level` concurrent streamed chat completions against one OpenAI-compatible server. */
 export async function streamLevels(target: { url: string; key: string | null; model: string }, levels: readonly number[], maxTokens: number): Promise<Figures> {
   const figures: Figures = {};
   for (const level of levels) {
     const started = performance.now();
-    const runs = await Promise.all(Array.from({ length: level }, (_, i) => streamChat({ ...target, prompt: `Story number ${i + 1}`, maxTokens })));
+    const runs = await Promise.all(Array.from({ length: level }, (_, i) => streamChat({ ...target, prompt: storyPrompt(i), maxTokens })));
     figures[level] = levelFigures(runs, (performance.now() - started) / 1000);
   }
   return figures;

@@ -3,7 +3,11 @@
 // the last sampled token's promise settled, before the other streams had queued their next token,
 // so with 4 of 8 sequences busy it ran 4 decodes for every 3 steps (the streams that missed a batch
 // took one of their own); patches/node-llama-cpp+3.22.1.patch waits one event-loop turn first.
-// Real llama.cpp on SmolLM2; the decodes are counted on the context's native handle.
+// The patch also hands each step's tokens to llama.cpp in increasing sequence id: with a KV cache
+// per sequence, llama.cpp splits a batch into micro-batches of consecutive increasing ids in batch
+// order, each a pass over the weights, and node-llama-cpp's queue order made a step of 8 streams
+// 2-4 passes once requests had moved between sequences (20% slower on SmolLM2).
+// Real llama.cpp on SmolLM2; the decodes are recorded on the context's native handle.
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSmolLM2 } from "./test-model.js";
@@ -18,20 +22,29 @@ afterAll(async () => {
   await model?.dispose();
 });
 
-/** Records the token count of every decode the context runs. */
-function countDecodes(target: LlamaContext, sizes: number[]): void {
+interface Decode {
+  size: number;
+  /** The sequence of each item added to the batch, in the order they were added. */
+  sequenceIds: number[];
+}
+
+/** Records every decode the context runs: its token count and its items' sequences. */
+function recordDecodes(target: LlamaContext): Decode[] {
+  const decodes: Decode[] = [];
   const internal = target as unknown as { _ctx: Record<string | symbol, unknown> };
   const native = internal._ctx;
-  let size = 0;
+  let batch: Decode = { size: 0, sequenceIds: [] };
   internal._ctx = new Proxy(native, {
     get(object, property) {
       const value = object[property];
       if (typeof value !== "function") return value;
-      if (property === "initBatch") return (tokens: number) => ((size = tokens), value.call(object, tokens));
-      if (property === "decodeBatch") return () => (sizes.push(size), value.call(object));
+      if (property === "initBatch") return (tokens: number) => ((batch = { size: tokens, sequenceIds: [] }), value.call(object, tokens));
+      if (property === "addToBatch") return (sequenceId: number, ...rest: unknown[]) => (batch.sequenceIds.push(sequenceId), value.call(object, sequenceId, ...rest));
+      if (property === "decodeBatch") return () => (decodes.push(batch), value.call(object));
       return value.bind(object);
     },
   });
+  return decodes;
 }
 
 function prompt(index: number): Token[] {
@@ -69,14 +82,14 @@ describe("decode steps of streams generating together", () => {
     it(`take one decode per step: ${label}`, async () => {
       // 8 sequences, as the engine's contexts have by default (ENGINE_SEQUENCES).
       const context = await model.createContext({ sequences: 8, contextSize: 2048, threads: 1 });
-      const decodes: number[] = [];
-      countDecodes(context, decodes);
+      const recorded = recordDecodes(context);
       const sequences = streams.map(() => context.getSequence());
       try {
         const counts = await Promise.all(streams.map((run, index) => run(sequences[index]!, prompt(index))));
         expect(counts).toEqual(streams.map(() => STEPS));
         // The prompts may be read in one decode or, as the streams arrive, in a few; every later
         // decode carries one token of each stream.
+        const decodes = recorded.map((decode) => decode.size);
         const steps = decodes.filter((size) => size <= streams.length);
         expect(steps.length, `decode sizes: ${decodes.join(",")}`).toBeLessThanOrEqual(STEPS + 1);
         expect(steps.filter((size) => size === streams.length).length).toBeGreaterThanOrEqual(STEPS - 2);
@@ -85,4 +98,26 @@ describe("decode steps of streams generating together", () => {
       }
     });
   }
+});
+
+describe("the tokens of a decode step", () => {
+  it("go to llama.cpp in increasing sequence id, whatever order the streams queued them in", async () => {
+    const context = await model.createContext({ sequences: 8, contextSize: 2048, threads: 1 });
+    const recorded = recordDecodes(context);
+    const all = Array.from({ length: 8 }, () => context.getSequence());
+    // Streams on sequences 5, 2, 7, 0 and 3, started in that order: node-llama-cpp queues their
+    // tokens in that order, as it does once requests have moved between sequences.
+    const idOf = (sequence: LlamaContextSequence) => (sequence as unknown as { _sequenceId: number })._sequenceId;
+    const picked = [5, 2, 7, 0, 3].map((id) => all.find((sequence) => idOf(sequence) === id)!);
+    expect(picked.map(idOf)).toEqual([5, 2, 7, 0, 3]);
+    try {
+      const counts = await Promise.all(picked.map((sequence, index) => generated(sequence, prompt(index))));
+      expect(counts).toEqual(picked.map(() => STEPS));
+      const steps = recorded.filter((decode) => decode.sequenceIds.length === picked.length);
+      expect(steps.length).toBeGreaterThanOrEqual(STEPS - 2);
+      for (const decode of recorded) expect(decode.sequenceIds, `decodes: ${recorded.map((d) => d.sequenceIds.join("/")).join(" ")}`).toEqual([...decode.sequenceIds].sort((a, b) => a - b));
+    } finally {
+      await context.dispose();
+    }
+  });
 });
