@@ -8,10 +8,13 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import type { Logger } from "../../../core/logger.js";
 import { estimateContextBytes, type ContextSizes } from "./context-size.js";
 import { EngineRequestError } from "./errors.js";
+import { chooseSequences } from "./sequence-choice.js";
 import { chooseThreadsPerBatch, singleTokenStepsTakeFewer, threadsFor } from "./threads.js";
 
 export interface PooledSequence {
   sequence: LlamaContextSequence;
+  /** llama.cpp's id of the sequence (getSequence hands a new context's sequences out in id order). */
+  id: number;
   salt: string | null;
 }
 
@@ -25,6 +28,7 @@ export interface Lease {
 interface Pool {
   key: string;
   context: LlamaContext;
+  all: PooledSequence[];
   free: PooledSequence[];
   busy: number;
   lastUsed: number;
@@ -69,12 +73,16 @@ export class ContextPools {
       if (!pool) return null;
     }
     if (pool.free.length < n) return null;
-    // Prefer the sequences whose cached tokens share the longest prefix with this prompt; among
-    // equals, the emptiest, so that other cached prefixes survive for their next request.
-    const ranked = pool.free
-      .map((item) => ({ item, shared: item.salt === salt ? item.sequence.compareContextTokens([...prompt]).firstDifferentIndex : 0 }))
-      .sort((a, b) => b.shared - a.shared || a.item.sequence.nextTokenIndex - b.item.sequence.nextTokenIndex)
-      .slice(0, n);
+    // The cached prefix each free sequence shares with this prompt, weighed against keeping the
+    // busy sequences consecutive (sequence-choice.ts).
+    const busy = new Set(pool.all.filter((item) => !pool.free.includes(item)).map((item) => item.id));
+    const candidates = pool.free.map((item) => ({
+      item,
+      id: item.id,
+      shared: item.salt === salt ? item.sequence.compareContextTokens([...prompt]).firstDifferentIndex : 0,
+      held: item.sequence.nextTokenIndex,
+    }));
+    const ranked = chooseSequences(candidates, busy, n);
     pool.free = pool.free.filter((item) => !ranked.some((r) => r.item === item));
     pool.busy += n;
     pool.lastUsed = Date.now();
@@ -117,9 +125,9 @@ export class ContextPools {
         ...(adapterPath ? { lora: { adapters: [{ filePath: adapterPath, scale: 1 }] } } : {}),
       });
       if (singleTokenStepsTakeFewer(this.settings.threads, model.llama.cpuMathCores)) chooseThreadsPerBatch(context);
-      const free: PooledSequence[] = [];
-      while (context.sequencesLeft > 0) free.push({ sequence: context.getSequence(), salt: null });
-      this.pools.set(key, { key, context, free, busy: 0, lastUsed: Date.now(), bytes });
+      const all: PooledSequence[] = [];
+      while (context.sequencesLeft > 0) all.push({ sequence: context.getSequence(), id: all.length, salt: null });
+      this.pools.set(key, { key, context, all, free: [...all], busy: 0, lastUsed: Date.now(), bytes });
       this.log.info("context created", { context: describe(key), context_size: contextSize, threads, estimated_mb: round(bytes / MB), contexts: this.pools.size, used_mb: round(this.usedBytes() / MB) });
     })();
     this.creating.set(key, creation);
