@@ -6,7 +6,8 @@
 // The patch also hands each step's tokens to llama.cpp in increasing sequence id: with a KV cache
 // per sequence, llama.cpp splits a batch into micro-batches of consecutive increasing ids in batch
 // order, each a pass over the weights, and node-llama-cpp's queue order made a step of 8 streams
-// 2-4 passes once requests had moved between sequences (20% slower on SmolLM2).
+// several passes once requests had moved between sequences (SmolLM2, 1 thread: 56-62 ms per step
+// instead of 46-49).
 // Real llama.cpp on SmolLM2; the decodes are recorded on the context's native handle.
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -105,11 +106,11 @@ describe("the tokens of a decode step", () => {
     const context = await model.createContext({ sequences: 8, contextSize: 2048, threads: 1 });
     const recorded = recordDecodes(context);
     const all = Array.from({ length: 8 }, () => context.getSequence());
-    // Streams on sequences 5, 2, 7, 0 and 3, started in that order: node-llama-cpp queues their
-    // tokens in that order, as it does once requests have moved between sequences.
     // A new context hands its sequences out in id order (the engine's pool relies on it).
     const idOf = (sequence: LlamaContextSequence) => (sequence as unknown as { _sequenceId: number })._sequenceId;
     expect(all.map(idOf)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    // Streams on sequences 5, 2, 7, 0 and 3, started in that order: node-llama-cpp queues their
+    // tokens in that order, as it does once requests have moved between sequences.
     const picked = [5, 2, 7, 0, 3].map((id) => all[id]!);
     try {
       const counts = await Promise.all(picked.map((sequence, index) => generated(sequence, prompt(index))));
