@@ -27,9 +27,9 @@ const sharedPrefix = (sequence: LlamaContextSequence, tokens: Token[]) => sequen
 const acquire = (tokens: Token[]) =>
   new Promise<LlamaContextSequence>((resolve) => {
     if (free.length === 0) return waiting.push(resolve);
-    const best = free.reduce((a, b) => (sharedPrefix(b, tokens) > sharedPrefix(a, tokens) ? b : a));
-    free.splice(free.indexOf(best), 1);
-    resolve(best);
+    const shared = free.map((sequence) => sharedPrefix(sequence, tokens));
+    const best = shared.indexOf(Math.max(...shared));
+    resolve(free.splice(best, 1)[0] as LlamaContextSequence);
   });
 const release = (sequence: LlamaContextSequence) => (waiting.length > 0 ? (waiting.shift() as (s: LlamaContextSequence) => void)(sequence) : free.push(sequence));
 

@@ -76,10 +76,11 @@ export class ContextPools {
     // The cached prefix each free sequence shares with this prompt, weighed against keeping the
     // busy sequences consecutive (sequence-choice.ts).
     const busy = new Set(pool.all.filter((item) => !pool.free.includes(item)).map((item) => item.id));
+    const promptTokens = [...prompt];
     const candidates = pool.free.map((item) => ({
       item,
       id: item.id,
-      shared: item.salt === salt ? item.sequence.compareContextTokens([...prompt]).firstDifferentIndex : 0,
+      shared: item.salt === salt ? item.sequence.compareContextTokens(promptTokens).firstDifferentIndex : 0,
       held: item.sequence.nextTokenIndex,
     }));
     const ranked = chooseSequences(candidates, busy, n);
