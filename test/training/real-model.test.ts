@@ -193,10 +193,11 @@ describe("SmolLM2-135M-Instruct Q4_1", () => {
         const messages = [{ role: "user", content: prompt }];
         const sampled = await rest("POST", "/v1/chat/completions", { model: name, messages, n: 6, temperature: 1, seed: step * 100 + index, max_tokens: MAX_TOKENS, logprobs: true, return_tokens_as_token_ids: true });
         expect(sampled.status, sampled.text).toBe(200);
-        const choices = (sampled.body as { choices: { finish_reason: string; logprobs: { content: unknown[] } }[] }).choices;
+        // A reply of no tokens (the terse policy's goal: an end token first) has `content: null`.
+        const choices = (sampled.body as { choices: { finish_reason: string; logprobs: { content: unknown[] | null } }[] }).choices;
         groups.push({
           trajectories: choices.map((choice) => {
-            const r = reward(choice.logprobs.content.length, choice.finish_reason === "stop");
+            const r = reward(choice.logprobs.content?.length ?? 0, choice.finish_reason === "stop");
             total += r;
             count++;
             return { messages_and_choices: [...messages, choice], reward: r };
