@@ -7,6 +7,7 @@
 # binaries as its last line; everything else goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/cmake-tools.sh
 
 bundle=node_modules/node-llama-cpp/llama/gitRelease.bundle
 if [ ! -f "$bundle" ]; then
@@ -30,17 +31,7 @@ if command -v flock >/dev/null 2>&1 && ! flock -n 9; then
   if [ -x "$target/bin/llama-server" ]; then echo "$target/bin"; exit 0; fi
 fi
 
-# cmake and ninja from PyPI (pinned, in a cached environment) where the machine has no cmake.
-if ! command -v cmake >/dev/null 2>&1; then
-  tools="$cache/build-tools-cmake3.31.6"
-  if [ ! -x "$tools/bin/cmake" ]; then
-    echo "build-llama-server: no cmake on this machine; installing cmake 3.31.6 and ninja 1.11.1.4 from PyPI into $tools" >&2
-    rm -rf "$tools"
-    python3 -m venv "$tools"
-    "$tools/bin/pip" install -q cmake==3.31.6 ninja==1.11.1.4 >&2
-  fi
-  export PATH="$tools/bin:$PATH"
-fi
+ensure_cmake build-llama-server "$cache"
 
 echo "build-llama-server: building llama-server and llama-bench from node-llama-cpp's llama.cpp (${commit:0:12}) into $target; this takes a few minutes once" >&2
 work="$target.build"
@@ -55,12 +46,7 @@ cmake -S "$work/src" -B "$work/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Relea
   -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF >"$work/cmake.log" 2>&1 || { tail -n 30 "$work/cmake.log" >&2; exit 1; }
 
 start=$SECONDS
-(
-  exec 9>&-
-  while sleep 30 >/dev/null 2>&1; do
-    echo "build-llama-server: still compiling ($((SECONDS - start)) s; $(grep -c '^\[' "$work/build.log" 2>/dev/null || echo 0) steps done)" >&2
-  done
-) &
+compile_heartbeat build-llama-server "$work/build.log" &
 heartbeat=$!
 trap 'kill "$heartbeat" 2>/dev/null || true' EXIT
 cmake --build "$work/build" --target llama-server llama-bench -j "$(nproc)" >"$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; exit 1; }

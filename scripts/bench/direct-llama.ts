@@ -4,17 +4,18 @@
 // number of sequences; requests beyond them wait for a free one. Like the service and llama-server,
 // a request takes the free sequence whose cached tokens share the longest prefix with its prompt
 // and evaluates only the rest (the benchmark repeats its prompts, so all three reuse them).
-// Prints one JSON line: the threads used, and per level each request's tokens and time to first
-// token, and the wall time.
+// Prints one JSON line: the threads used, the llama.cpp binary (binary.ts), and per level each
+// request's tokens and time to first token, and the wall time.
 import { Template } from "@huggingface/jinja";
-import { getLlama, type LlamaContextSequence, type Token } from "node-llama-cpp";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { describeBinary, loadLlama } from "../../services/inference/engine/llama/binary.js";
 import { threadsFor } from "../../services/inference/engine/llama/threads.js";
 import { storyPrompt } from "./interleaved.js";
 
 const [modelPath, threadsText, sequencesText, tokensText, ...levels] = process.argv.slice(2);
 const sequences = Number(sequencesText);
 const maxTokens = Number(tokensText);
-const llama = await getLlama({ gpu: false, build: "never", progressLogs: false });
+const llama = await loadLlama();
 const model = await llama.loadModel({ modelPath: modelPath as string });
 const template = new Template(String(model.fileInfo.metadata.tokenizer.chat_template ?? ""));
 // 0: the service's own choice for this model (node-llama-cpp's default oversubscribes small machines).
@@ -65,6 +66,6 @@ for (const level of levels.map(Number)) {
   const runs = await Promise.all(Array.from({ length: level }, (_, i) => run(storyPrompt(i))));
   results[level] = { runs, seconds: (performance.now() - started) / 1000 };
 }
-process.stdout.write(JSON.stringify({ threads, results }) + "\n");
+process.stdout.write(JSON.stringify({ threads, binary: describeBinary(llama), results }) + "\n");
 await context.dispose();
 await model.dispose();

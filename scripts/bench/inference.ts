@@ -17,6 +17,7 @@ import { promisify } from "node:util";
 import { startBenchService } from "./bench-service.js";
 import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
 import { interleavedRuns, streamLevels, type Figures } from "./interleaved.js";
+import type { LlamaBinary } from "../../services/inference/engine/llama/binary.js";
 import { figuresCell, levelFigures, type LevelFigures } from "./stats.js";
 import { streamChat } from "./stream-client.js";
 
@@ -48,13 +49,15 @@ try {
   await streamChat({ url: serverUrl, key: null, model: modelName, prompt: "Warm up", maxTokens: 8 });
 
   let directThreads = 0;
+  let directBinary: LlamaBinary | undefined;
   const direct = async () => {
     const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", join(import.meta.dirname, "direct-llama.ts"), modelFile, String(THREADS ?? 0), String(SEQUENCES), String(TOKENS), ...LEVELS.map(String)], {
       env: { ...process.env, UV_THREADPOOL_SIZE: "1" },
       maxBuffer: 16 * 2 ** 20,
     });
-    const raw = JSON.parse(stdout.trim().split("\n").pop() as string) as { threads: number; results: Record<number, { runs: { tokens: number; ttftMs: number }[]; seconds: number }> };
+    const raw = JSON.parse(stdout.trim().split("\n").pop() as string) as { threads: number; binary: LlamaBinary; results: Record<number, { runs: { tokens: number; ttftMs: number }[]; seconds: number }> };
     directThreads = raw.threads;
+    directBinary = raw.binary;
     const figures: Figures = {};
     for (const level of LEVELS) figures[level] = levelFigures(raw.results[level]!.runs, raw.results[level]!.seconds);
     return figures;
@@ -70,7 +73,8 @@ try {
   const medians = await interleavedRuns(SYSTEMS, LEVELS, RUNS, (system) => measure[system](), printTable);
   printTable(`median of ${RUNS} runs (service's and direct's llama.cpp threads: ${directThreads})`, medians);
   await prefixCache(server.url, key, modelName);
-  console.log(`\nllama-server used: ${binaries}/llama-server (built by scripts/build-llama-server.sh; delete that directory to rebuild). README "Inference speed" explains the columns and the thread rule.`);
+  console.log(`\nnode-llama-cpp binary (service and direct): ${directBinary?.build === "localBuild" ? "built by scripts/build-llama-addon.sh" : "node-llama-cpp's prebuilt one (scripts/build-llama-addon.sh failed?)"}, OpenMP ${directBinary?.openmp ? "on" : "off"}`);
+  console.log(`llama-server used: ${binaries}/llama-server (built by scripts/build-llama-server.sh; delete that directory to rebuild). README "Inference speed" explains the columns and the thread rule.`);
 } finally {
   await llamaServer?.stop();
   await server.stop();

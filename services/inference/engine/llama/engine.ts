@@ -2,7 +2,8 @@
 // sequences per base model (first come first served, or by priority where the model is set up for
 // it), refuses past the queue limit, and runs the n choices of a request in parallel sequences so
 // llama.cpp batches them with everything else in flight.
-import { getLlama, LlamaLogLevel, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+import type { Llama, LlamaGrammar, LlamaModel, Token } from "node-llama-cpp";
+import { describeBinary, loadLlama } from "./binary.js";
 import type { Logger } from "../../../core/logger.js";
 import type { BaseModelRef, EngineSettings, EngineToGateway, GenerateRequest, RenderedPrompt } from "../protocol.js";
 import { ContextPools, type Lease } from "./context-pool.js";
@@ -34,7 +35,7 @@ export class LlamaEngine {
 
   constructor(
     private readonly settings: EngineSettings,
-    log: Logger,
+    private readonly log: Logger,
   ) {
     this.sizes = new ContextSizes(settings);
     this.pools = new ContextPools(settings, log, this.sizes);
@@ -210,7 +211,12 @@ export class LlamaEngine {
   }
 
   private loadLlama(): Promise<Llama> {
-    return (this.llama ??= getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error }));
+    return (this.llama ??= loadLlama().then((llama) => {
+      const binary = describeBinary(llama);
+      if (binary.openmp) this.log.info("llama.cpp binary loaded", { ...binary });
+      else this.log.warn("llama.cpp binary without OpenMP: decode steps on several threads stall while other processes run; run scripts/build-llama-addon.sh to build the OpenMP one or to see why it fails", { ...binary });
+      return llama;
+    }));
   }
 
   private readonly vocabularies = new Map<string, Promise<LlamaModel>>();
