@@ -4,12 +4,14 @@
 // per-token compute is so short that the per-token work in JavaScript (engine and gateway)
 // dominates, and a llama.cpp thread on every core only fights that work for the CPU. With threads
 // chosen so, a decode step of a single token (one stream generating) also runs on one thread
-// fewer: its compute is short too, and the wake-ups of engine, gateway and client per token
-// stall llama.cpp's threads at their barriers. The same holds for a set ENGINE_THREADS that takes
-// every core: nothing is left for that work then (SmolLM2 on 2 cores, ENGINE_THREADS=2, one
-// stream: ~44 tokens/s in two runs of three, against ~150 with its single-token steps on one).
-// Measured on 2 cores (README, "Inference speed"): every thread helps batches from a 61 MB model
-// up, and hurts them at 23 MB and below.
+// fewer: its compute is short too, and every token also costs the engine, gateway and client
+// ~1.3 ms of CPU, which two busy llama.cpp threads leave no core for. The same holds for a set
+// ENGINE_THREADS that takes every core. Measured on 2 cores, SmolLM2, one stream, with the OpenMP
+// build (scripts/build-llama-addon.sh): 133-147 tokens/s with single-token steps on one thread,
+// 124-136 on two; with node-llama-cpp's prebuilt binary, whose threads spin at every wait, two
+// threads gave ~44 in two runs of three. Batches (README, "Inference speed"): every thread helps
+// from a 61 MB model up, and hurts at 23 MB and below (the 1 MB tiny model on 2 threads with the
+// OpenMP build: 1,700-3,800 tokens/s at 1-16 streams, against 2,300-4,800 on 1).
 import type { LlamaContext } from "node-llama-cpp";
 
 const MB = 2 ** 20;
