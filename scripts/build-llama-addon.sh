@@ -32,6 +32,8 @@ link="$package/llama/localBuilds/$platform"
 mkdir -p "$cache"
 
 built() { [ -f "$target/Release/llama-addon.node" ] && [ -f "$target/buildDone.status" ]; }
+# What a build leaves in node_modules: the llama.cpp source and the build directory.
+remove_build_files() { rm -rf "$link" "$package/llama/llama.cpp"; }
 
 if ! built; then
   exec 9>"$target.lock"
@@ -49,7 +51,7 @@ if ! built; then
   fi
   echo "build-llama-addon: building node-llama-cpp $version's binary from its llama.cpp (${commit:0:12}, the bundled source) with OpenMP for this CPU into $target; this takes a few minutes once" >&2
   log="$cache/node-llama-cpp-build.log"
-  rm -rf "$link" "$package/llama/llama.cpp"
+  remove_build_files
   start=$SECONDS
   compile_heartbeat build-llama-addon "$log" &
   heartbeat=$!
@@ -58,7 +60,7 @@ if ! built; then
   if ! npx --no node-llama-cpp source download --gpu false --noUsageExample >"$log" 2>&1 || [ ! -f "$link/buildDone.status" ]; then
     kill "$heartbeat" 2>/dev/null || true
     tail -n 30 "$log" >&2
-    rm -rf "$link" "$package/llama/llama.cpp"
+    remove_build_files
     echo "build-llama-addon: the build failed (log: $log)" >&2
     exit 1
   fi
@@ -70,7 +72,8 @@ if ! built; then
   rm -rf "$target.tmp"
   mkdir -p "$target.tmp"
   cp -r "$link/Release" "$link/buildDone.status" "$target.tmp/"
-  rm -rf "$target" "$link" "$package/llama/llama.cpp"
+  rm -rf "$target"
+  remove_build_files
   mv "$target.tmp" "$target"
   echo "build-llama-addon: built in $((SECONDS - start)) s: $target" >&2
 fi

@@ -5,12 +5,13 @@ import type { LlamaGrammar, Llama } from "node-llama-cpp";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonSchemaToGbnf, UnsupportedSchemaError, type JsonSchemaGbnfOptions } from "./json-schema.js";
-import { cpuLlama, grammarAccepts } from "./test-support.js";
+import { grammarAccepts } from "./test-support.js";
+import { loadLlama } from "../engine/llama/binary.js";
 import { Prng } from "../../weights/prng.js";
 
 let llama: Llama;
 beforeAll(async () => {
-  llama = await cpuLlama();
+  llama = await loadLlama();
 });
 afterAll(async () => {
   await llama?.dispose();

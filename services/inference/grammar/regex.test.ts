@@ -6,12 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { choiceToGbnf, jsonObjectGbnf } from "./choice.js";
 import { jsonSchemaToGbnf } from "./json-schema.js";
 import { parseRegex, regexRule, regexToGbnf, UnsupportedRegexError, type RegexNode } from "./regex.js";
-import { cpuLlama, grammarAccepts } from "./test-support.js";
+import { grammarAccepts } from "./test-support.js";
+import { loadLlama } from "../engine/llama/binary.js";
 import { Prng } from "../../weights/prng.js";
 
 let llama: Llama;
 beforeAll(async () => {
-  llama = await cpuLlama();
+  llama = await loadLlama();
 });
 afterAll(async () => {
   await llama?.dispose();

@@ -5,11 +5,12 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UnsupportedSchemaError } from "./json-schema.js";
 import { StructuralTagError, structuralTagToGbnf, type StructuralTagOptions } from "./structural-tag.js";
-import { cpuLlama, grammarAccepts, loadTinyModel, sampleWithGrammar } from "./test-support.js";
+import { grammarAccepts, loadTinyModel, sampleWithGrammar } from "./test-support.js";
+import { loadLlama } from "../engine/llama/binary.js";
 
 let llama: Llama;
 beforeAll(async () => {
-  llama = await cpuLlama();
+  llama = await loadLlama();
 });
 afterAll(async () => {
   await llama?.dispose();

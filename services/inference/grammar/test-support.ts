@@ -1,14 +1,11 @@
-// Test helpers: a CPU llama.cpp, grammar membership checks, and grammar-constrained sampling on
-// the built-in tiny model through the low-level LlamaContextSequence.evaluate.
+// Test helpers: grammar membership checks, and grammar-constrained sampling on the built-in tiny
+// model through the low-level LlamaContextSequence.evaluate.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+import { LlamaGrammarEvaluationState, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import { ensureBuiltInModel } from "../../weights/tiny-model.js";
-
-export function cpuLlama(): Promise<Llama> {
-  return getLlama({ gpu: false, build: "never", progressLogs: false, logLevel: LlamaLogLevel.error });
-}
+import { loadLlama } from "../engine/llama/binary.js";
 
 /**
  * Whether llama.cpp's grammar matches the whole of `text` (it parses the grammar again and feeds
@@ -43,7 +40,7 @@ const OVERLONG_LEAD_BYTES = [0xc0, 0xc1, 0xe0, 0xf0, ...Array.from({ length: 11 
 
 export async function loadTinyModel(): Promise<TinyModel> {
   const dir = await mkdtemp(join(tmpdir(), "grammar-test-"));
-  const llama = await cpuLlama();
+  const llama = await loadLlama();
   const model = await llama.loadModel({ modelPath: await ensureBuiltInModel("tiny-chat", dir) });
   const context = await model.createContext({ threads: 1, contextSize: 1024, sequences: 1 });
   const sequence = context.getSequence();

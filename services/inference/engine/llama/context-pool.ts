@@ -30,7 +30,6 @@ interface Pool {
   context: LlamaContext;
   all: PooledSequence[];
   free: PooledSequence[];
-  busy: number;
   lastUsed: number;
   bytes: number;
 }
@@ -85,7 +84,6 @@ export class ContextPools {
     }));
     const ranked = chooseSequences(candidates, busy, n);
     pool.free = pool.free.filter((item) => !ranked.some((r) => r.item === item));
-    pool.busy += n;
     pool.lastUsed = Date.now();
     const cached: number[] = [];
     const erasures: Promise<void>[] = [];
@@ -109,7 +107,6 @@ export class ContextPools {
   release(modelKey: string, adapterPath: string | null, sequences: PooledSequence[]): void {
     const pool = this.pools.get(`${modelKey}\u0000${adapterPath ?? ""}`);
     if (!pool) return;
-    pool.busy -= sequences.length;
     pool.free.push(...sequences);
     pool.lastUsed = Date.now();
   }
@@ -128,7 +125,7 @@ export class ContextPools {
       if (singleTokenStepsTakeFewer(this.settings.threads, model.llama.cpuMathCores)) chooseThreadsPerBatch(context);
       const all: PooledSequence[] = [];
       while (context.sequencesLeft > 0) all.push({ sequence: context.getSequence(), id: all.length, salt: null });
-      this.pools.set(key, { key, context, all, free: [...all], busy: 0, lastUsed: Date.now(), bytes });
+      this.pools.set(key, { key, context, all, free: [...all], lastUsed: Date.now(), bytes });
       this.log.info("context created", { context: describe(key), context_size: contextSize, threads, estimated_mb: round(bytes / MB), contexts: this.pools.size, used_mb: round(this.usedBytes() / MB) });
     })();
     this.creating.set(key, creation);
@@ -153,7 +150,7 @@ export class ContextPools {
         this.reserved += bytes;
         return true;
       }
-      const idle = [...this.pools.values()].filter((p) => p.busy === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      const idle = [...this.pools.values()].filter((p) => p.free.length === p.all.length).sort((a, b) => a.lastUsed - b.lastUsed)[0];
       if (!idle) return false;
       this.pools.delete(idle.key);
       this.log.info("context freed", { context: describe(idle.key), reason: "least recently used, to make room", freed_mb: round(idle.bytes / MB) });

@@ -1,13 +1,14 @@
 // The incremental detokenizer against decoding everything at once, on a real tokenizer
 // (SmolLM2's byte-level BPE, where one character can take several tokens).
 import { resolve } from "node:path";
-import { getLlama, type LlamaModel } from "node-llama-cpp";
+import type { LlamaModel } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadLlama } from "./binary.js";
 import { IncrementalDetokenizer } from "./detokenizer.js";
 
 let model: LlamaModel;
 beforeAll(async () => {
-  const llama = await getLlama({ gpu: false, build: "never", progressLogs: false });
+  const llama = await loadLlama();
   model = await llama.loadModel({ modelPath: resolve(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"), vocabOnly: true });
 });
 afterAll(() => model?.dispose());

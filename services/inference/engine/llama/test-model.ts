@@ -2,9 +2,9 @@
 // engine tests that need real weights.
 import { resolve } from "node:path";
 import type { LlamaModel } from "node-llama-cpp";
-import { cpuLlama } from "../../grammar/test-support.js";
+import { loadLlama } from "./binary.js";
 
 export async function loadSmolLM2(): Promise<LlamaModel> {
-  const llama = await cpuLlama();
+  const llama = await loadLlama();
   return llama.loadModel({ modelPath: resolve(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf") });
 }
