@@ -16,15 +16,10 @@ cd "$(dirname "$0")/.."
 . scripts/cmake-tools.sh
 . scripts/link-cached.sh
 
+commit="$(bundled_llama_commit build-llama-addon)"
 package=node_modules/node-llama-cpp
-bundle=$package/llama/gitRelease.bundle
-if [ ! -f "$bundle" ]; then
-  echo "build-llama-addon: $bundle is missing; run npm ci first" >&2
-  exit 1
-fi
 version="$(node -p "require('./$package/package.json').version")"
 platform="$(node -p "process.platform + '-' + process.arch")"
-commit="$(git bundle list-heads "$bundle" | awk '$2 == "HEAD" { print $1 }')"
 cpu="$( (uname -m; grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | sha256sum | cut -c1-8)"
 cache="${SRL_CACHE_DIR:-$HOME/.cache/srl}"
 target="$cache/node-llama-cpp-$version-${commit:0:12}-cpu$cpu"

@@ -9,12 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/cmake-tools.sh
 
-bundle=node_modules/node-llama-cpp/llama/gitRelease.bundle
-if [ ! -f "$bundle" ]; then
-  echo "build-llama-server: $bundle is missing; run npm ci first" >&2
-  exit 1
-fi
-commit="$(git bundle list-heads "$bundle" | awk '$2 == "HEAD" { print $1 }')"
+commit="$(bundled_llama_commit build-llama-server)"
 cache="${SRL_CACHE_DIR:-$HOME/.cache/srl}"
 target="$cache/llama-server-${commit:0:12}"
 mkdir -p "$cache"
@@ -36,7 +31,7 @@ ensure_cmake build-llama-server "$cache"
 echo "build-llama-server: building llama-server and llama-bench from node-llama-cpp's llama.cpp (${commit:0:12}) into $target; this takes a few minutes once" >&2
 work="$target.build"
 rm -rf "$work"
-git clone -q "$bundle" "$work/src" 2>/dev/null
+git clone -q "$LLAMA_BUNDLE" "$work/src" 2>/dev/null
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 # No web UI download, no HTTPS, no curl: nothing is fetched while building or serving.

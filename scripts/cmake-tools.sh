@@ -1,4 +1,18 @@
-# Sourced by the scripts that compile llama.cpp: `ensure_cmake NAME CACHE` puts cmake (and ninja)
+# Sourced by the scripts that compile llama.cpp.
+
+# The llama.cpp source node-llama-cpp ships (a git bundle): what both builds compile.
+LLAMA_BUNDLE=node_modules/node-llama-cpp/llama/gitRelease.bundle
+
+# `bundled_llama_commit NAME` prints the bundle's commit; fails when npm ci has not run.
+bundled_llama_commit() {
+  if [ ! -f "$LLAMA_BUNDLE" ]; then
+    echo "$1: $LLAMA_BUNDLE is missing; run npm ci first" >&2
+    return 1
+  fi
+  git bundle list-heads "$LLAMA_BUNDLE" | awk '$2 == "HEAD" { print $1 }'
+}
+
+# `ensure_cmake NAME CACHE` puts cmake (and ninja)
 # on PATH, from PyPI (pinned, in an environment cached under CACHE) where the machine has no cmake.
 # NAME prefixes what it prints.
 ensure_cmake() {

@@ -192,7 +192,7 @@ export class LlamaEngine {
   private async grammar(text: string): Promise<LlamaGrammar> {
     let grammar = this.grammars.get(text);
     if (!grammar) {
-      const llama = await this.loadLlama();
+      const llama = await this.sharedLlama();
       grammar = llama.createGrammar({ grammar: text });
       this.grammars.set(text, grammar);
       if (this.grammars.size > 32) this.grammars.delete(this.grammars.keys().next().value as string);
@@ -207,10 +207,11 @@ export class LlamaEngine {
 
   /** A base model's context per sequence (what generation allows), or null when its file is not here. */
   describe(base: BaseModelRef): Promise<number | null> {
-    return describeBaseModel(base, { sizes: this.sizes, dataDir: this.settings.dataDir, llama: () => this.loadLlama() });
+    return describeBaseModel(base, { sizes: this.sizes, dataDir: this.settings.dataDir, llama: () => this.sharedLlama() });
   }
 
-  private loadLlama(): Promise<Llama> {
+  /** The one llama.cpp binding of this engine, loaded (and its binary logged) on first use. */
+  private sharedLlama(): Promise<Llama> {
     return (this.llama ??= loadLlama().then((llama) => {
       const binary = describeBinary(llama);
       if (binary.openmp) this.log.info("llama.cpp binary loaded", { ...binary });
@@ -235,7 +236,7 @@ export class LlamaEngine {
     let model = cache.get(name);
     if (!model) {
       model = (async () => {
-        const llama = await this.loadLlama();
+        const llama = await this.sharedLlama();
         return llama.loadModel({ modelPath: await modelPath(source, this.settings.dataDir, this.settings.hubTimeoutMs), vocabOnly });
       })();
       cache.set(name, model);
