@@ -37,3 +37,46 @@ compile_heartbeat() {
     echo "$name: still compiling ($((SECONDS - start)) s; $(grep -c '^\[' "$log" 2>/dev/null || echo 0) steps done)" >&2
   done
 }
+
+# Patches applied to the bundled llama.cpp source before either build (patches/llama.cpp/*.diff;
+# `.diff`, not `.patch`, so patch-package leaves them alone).
+LLAMA_PATCHES_DIR=patches/llama.cpp
+
+# `llama_patches_hash` prints a short hash of the patches: part of each build's cache key.
+llama_patches_hash() {
+  cat "$LLAMA_PATCHES_DIR"/*.diff | sha256sum | cut -c1-8
+}
+
+# `apply_llama_patches NAME DIR` applies every patch to the llama.cpp checkout in DIR.
+apply_llama_patches() {
+  local name="$1" dir="$2" patch
+  for patch in "$LLAMA_PATCHES_DIR"/*.diff; do
+    if ! git -C "$dir" apply --whitespace=nowarn "$(realpath "$patch")"; then
+      echo "$name: $patch does not apply to $dir" >&2
+      return 1
+    fi
+    echo "$name: applied $patch" >&2
+  done
+}
+
+# `cpu_key` prints a short hash of this CPU's architecture and flags: builds for -march=native are
+# cached per CPU, since another machine's CPU may lack (or add) instructions.
+cpu_key() {
+  (uname -m; grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | sha256sum | cut -c1-8
+}
+
+# `cpu_has_amx`: whether this CPU reports Intel AMX (a native build then uses it).
+cpu_has_amx() {
+  grep -qw amx_tile /proc/cpuinfo 2>/dev/null
+}
+
+# `llama_variant_flags VARIANT` prints the extra compiler flags of a build variant: "native" is
+# -march=native as it is; "noamx" is the same without AMX (the fallback where the AMX build fails
+# its check). Explicit -mno-* flags win over -march=native in GCC and clang whatever their order.
+llama_variant_flags() {
+  case "$1" in
+    native) echo "" ;;
+    noamx) echo "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" ;;
+    *) echo "unknown build variant $1 (native, noamx)" >&2; return 1 ;;
+  esac
+}

@@ -1,30 +1,54 @@
 #!/usr/bin/env bash
-# Every install step the service and its tests need, idempotent: npm packages exactly as locked
-# (npm ci, skipped when node_modules already matches package-lock.json and patches/),
-# node-llama-cpp's binary built with OpenMP for this CPU, the embedded database, the trainer's
-# Python environment (PyTorch etc., cached outside the clone, linked from .cache/trainer-venv), the
-# ART client's overlay on it for the wandb / ART tests (linked from .cache/art-client-venv) and the
-# small real model the tests and benchmarks use (.cache/models/).
+# Every install step the service and its tests need, idempotent, each phase timed: npm packages
+# exactly as locked (npm ci, skipped when node_modules already matches package-lock.json and
+# patches/), the small real model the checks, tests and benchmarks use (.cache/models/),
+# node-llama-cpp's binary and llama-server built with OpenMP for this CPU from the patched bundled
+# llama.cpp and each checked on real quantized models before it is used (a build that fails its
+# check is replaced by one without AMX, then by node-llama-cpp's prebuilt binary;
+# .cache/llama-binaries.json says which and why), the embedded database, the trainer's Python
+# environment (PyTorch etc., cached outside the clone, linked from .cache/trainer-venv), the ART
+# client's overlay on it for the wandb / ART tests (linked from .cache/art-client-venv) and the
+# web console's build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# npm ci runs `patch-package` (postinstall), which applies patches/ to node_modules.
-lock_hash=$(cat package-lock.json patches/*.patch | sha256sum | cut -d' ' -f1)
-stamp=node_modules/.installed-lock-hash
-if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ]; then
-  echo "install: npm ci (package-lock.json or patches/ changed, or node_modules missing)"
-  npm ci --no-audit --no-fund --loglevel=error
-  echo "$lock_hash" > "$stamp"
-fi
-# node-llama-cpp's binary with OpenMP, built for this CPU (cached outside the clone; npm ci removes
-# the link, so it is made again after each). Without it the service still runs, on the prebuilt one.
-if ! bash scripts/build-llama-addon.sh >/dev/null; then
-  echo "install: WARNING: node-llama-cpp's OpenMP binary could not be built (above); the engine uses the prebuilt one, slower on several threads"
-fi
-bash scripts/install-ferretdb.sh
-bash scripts/install-trainer.sh
-bash scripts/install-art-client.sh
-bash scripts/fetch-test-models.sh
+install_started=$SECONDS
+# `phase NAME COMMAND...` runs one step and prints how long it took.
+phase() {
+  local name="$1" start=$SECONDS status=0
+  shift
+  "$@" || status=$?
+  echo "install: $name took $((SECONDS - start)) s"
+  return "$status"
+}
 
+npm_install() {
+  # npm ci runs `patch-package` (postinstall), which applies patches/ to node_modules.
+  local lock_hash stamp=node_modules/.installed-lock-hash
+  lock_hash=$(cat package-lock.json patches/*.patch | sha256sum | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ]; then
+    echo "install: npm ci (package-lock.json or patches/ changed, or node_modules missing)"
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$lock_hash" > "$stamp"
+  fi
+}
+
+# llama.cpp for the engine (node-llama-cpp's binary) and llama-server: built once per CPU, checked,
+# linked. Without a checked local build the engine runs on the prebuilt binary, slower; without
+# llama-server the benchmark and the remote-engine tests cannot run.
+llama_binary() {
+  if ! node --import tsx services/inference/engine/llama/build-check/cli.ts "$1"; then
+    echo "install: WARNING: no $1 build of llama.cpp passed its check (above; .cache/llama-binaries.json)"
+  fi
+}
+
+phase "npm packages" npm_install
+phase "test model" bash scripts/fetch-test-models.sh
+phase "llama.cpp for the engine" llama_binary addon
+phase "llama-server" llama_binary server
+phase "embedded database" bash scripts/install-ferretdb.sh
+phase "trainer environment" bash scripts/install-trainer.sh
+phase "ART client environment" bash scripts/install-art-client.sh
 # The web console's production build, served by the gateway at `/`.
-npx --no-install vite build --config console/vite.config.ts --logLevel warn
+phase "web console" npx --no-install vite build --config console/vite.config.ts --logLevel warn
+echo "install: done in $((SECONDS - install_started)) s"

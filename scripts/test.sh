@@ -5,6 +5,7 @@
 # over all three: `tests: N passed, M failed`. Arguments go to vitest only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+test_started=$SECONDS
 if ! bash scripts/install.sh; then
   echo "tests: 0 passed, 1 failed"
   exit 1
@@ -20,7 +21,10 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 mkdir -p test-results
 rm -f test-results/vitest.json test-results/pytest.xml test-results/pytest-wandb.xml
+phase_started=$SECONDS
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
+echo "test: vitest took $((SECONDS - phase_started)) s"
+phase_started=$SECONDS
 # The trainer's Python tests, with the environment scripts/install-trainer.sh made (or TRAINER_PYTHON).
 trainer_python="${TRAINER_PYTHON:-.cache/trainer-venv/bin/python}"
 echo "test: pytest services/training/torch_trainer/tests with $trainer_python"
@@ -30,4 +34,5 @@ echo "test: pytest services/training/torch_trainer/tests with $trainer_python"
 art_python=".cache/art-client-venv/bin/python"
 echo "test: pytest test/wandb/python with $art_python"
 "$art_python" -m pytest test/wandb/python -q --junitxml=test-results/pytest-wandb.xml
+echo "test: pytest took $((SECONDS - phase_started)) s; install and tests $((SECONDS - test_started)) s in all"
 node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml test-results/pytest-wandb.xml

@@ -74,7 +74,7 @@ try {
   printTable(`median of ${RUNS} runs (service's and direct's llama.cpp threads: ${directThreads})`, medians);
   await prefixCache(server.url, key, modelName);
   console.log(`\nnode-llama-cpp binary (service and direct): ${directBinary?.build === "localBuild" ? "built by scripts/build-llama-addon.sh" : "node-llama-cpp's prebuilt one (scripts/build-llama-addon.sh failed?)"}, OpenMP ${directBinary?.openmp ? "on" : "off"}`);
-  console.log(`llama-server used: ${binaries}/llama-server (built by scripts/build-llama-server.sh; delete that directory to rebuild). README "Inference speed" explains the columns and the thread rule.`);
+  console.log(`llama-server used: ${binaries}/llama-server (built and checked by the install, scripts/build-llama-server.sh; delete that directory to rebuild). README "Inference speed" explains the columns and the thread rule.`);
 } finally {
   await llamaServer?.stop();
   await server.stop();

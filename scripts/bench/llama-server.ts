@@ -1,20 +1,16 @@
-// llama.cpp's own server as the benchmark's reference: built once from the llama.cpp source
-// node-llama-cpp ships (scripts/build-llama-server.sh, cached outside the clone), started on a
-// free port with the same GGUF, and stopped when done.
+// llama.cpp's own server as the benchmark's reference: built once by the install from the llama.cpp
+// source node-llama-cpp ships and checked on real models (scripts/build-llama-server.sh, cached
+// outside the clone, linked as .cache/llama-server), started on a free port with the same GGUF, and
+// stopped when done.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
-import { join } from "node:path";
+import { realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { installedLlamaServer } from "../../services/inference/engine/llama/build-check/report.js";
 
-const repoRoot = join(import.meta.dirname, "..", "..");
-
-/** Builds (first time only; says so on stderr while it takes) and returns the binaries' directory. */
+/** The directory of the llama-server the install built and checked (the bench commands run the install first). */
 export async function llamaServerBinaries(): Promise<string> {
-  const child = spawn("bash", [join(repoRoot, "scripts", "build-llama-server.sh")], { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  if (code !== 0) throw new Error(`building llama-server failed (exit ${code})`);
-  return out.trim().split("\n").pop() as string;
+  return dirname(realpathSync(installedLlamaServer()));
 }
 
 export interface LlamaServer {

@@ -47,7 +47,7 @@ try {
   console.log(`remote-engine benchmark: ${modelFile}, ${TOKENS} tokens per request (greedy, ignore_eos, streamed), llama-server with ${THREADS} thread(s) and ${SLOTS} slots each, ${cpus().length} cores, ${RUNS} interleaved runs`);
   const medians = await interleavedRuns(SYSTEMS, LEVELS, RUNS, (system) => streamLevels(targets[system], LEVELS, TOKENS), printTable);
   printTable(`median of ${RUNS} runs`, medians);
-  console.log(`\nllama-server used: ${binaries}/llama-server (scripts/build-llama-server.sh). README "Remote engines" explains the setup.`);
+  console.log(`\nllama-server used: ${binaries}/llama-server (built and checked by the install, scripts/build-llama-server.sh). README "Remote engines" explains the setup.`);
 } finally {
   await direct?.stop();
   await server.stop();

@@ -75,6 +75,20 @@ export function spawnLogged(bin: string, args: string[], logFile: string, option
 }
 
 // The guard exits 128+n when the child died of signal n (sh's convention).
+/** A signal with what it means, as people search for it: "SIGILL (illegal instruction)". */
+export function describeSignal(signal: NodeJS.Signals): string {
+  const meaning: Partial<Record<NodeJS.Signals, string>> = {
+    SIGILL: "illegal instruction",
+    SIGSEGV: "segmentation fault",
+    SIGBUS: "bus error",
+    SIGABRT: "aborted",
+    SIGFPE: "arithmetic exception",
+    SIGKILL: "killed",
+  };
+  const number = osConstants.signals[signal];
+  return `${signal}${meaning[signal] ? ` (${meaning[signal]})` : number !== undefined ? ` (signal ${number})` : ""}`;
+}
+
 function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
   if (signal !== null) return `signal ${signal}`;
   if (code !== null && code > 128) {

@@ -1,5 +1,6 @@
 // The one configuration loader: environment variables with documented defaults (README's
 // configuration table mirrors `configVariables`).
+import { constants } from "node:os";
 import { resolve } from "node:path";
 import { parseEngines, type RemoteEngineSettings } from "./engines-config.js";
 import type { LogLevel } from "./logger.js";
@@ -48,6 +49,10 @@ export interface Config {
   engineContextMemoryMb: number;
   /** How long an hf: model may take to resolve before the request fails. */
   engineHubTimeoutMs: number;
+  /** Which llama.cpp binary the embedded engine loads. */
+  engineBinary: "auto" | "prebuilt";
+  /** Test only: the engine process dies of a signal when it starts generating for these base models. */
+  engineFaultInjection: { model: string; signal: NodeJS.Signals; build: "localBuild" | "prebuilt" | null }[];
   /** Base models served by remote replicas instead of the embedded engine (ENGINES). */
   engines: RemoteEngineSettings[];
   /** Hosts SFT jobs may read https training data from. */
@@ -92,6 +97,8 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "ENGINE_MAX_CONTEXTS", default: "4", meaning: "loaded contexts (base model + adapter) before LRU eviction" },
   { name: "ENGINE_CONTEXT_MEMORY_MB", default: "0", meaning: "memory for contexts (KV caches, adapters) before LRU eviction; 0 = a quarter of the machine's memory" },
   { name: "ENGINE_HUB_TIMEOUT_MS", default: "30000", meaning: "how long to wait for an hf: model download to start before failing" },
+  { name: "ENGINE_BINARY", default: "auto", meaning: "llama.cpp binary of the embedded engine: auto (the build the install checked on real models and linked, .cache/llama-binaries.json; where it crashes twice in a row on a model, node-llama-cpp's prebuilt binary if that passed its check) or prebuilt (always node-llama-cpp's prebuilt binary)" },
+  { name: "ENGINE_FAULT_INJECTION", default: "(empty)", meaning: "tests of crash handling only: comma-separated base-model=SIGNAL[@localBuild|@prebuilt]; the engine process kills itself with SIGNAL when it starts generating for that base model (on that binary only, where one is named)" },
   { name: "ENGINES", default: "(empty)", meaning: "base models served by llama-server or vLLM replicas instead of the embedded engine: a JSON object keyed by base model name, inline or the path of a JSON file (README: Remote engines)" },
   { name: "TRAINING_WORKER", default: "1", meaning: "run a training worker in the server process (0: only `npm run worker` processes train)" },
   { name: "WORKER_LEASE_MS", default: "30000", meaning: "lease of a worker on a job; a crashed worker's job is retried after it" },
@@ -136,6 +143,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     engineMaxContexts: intVar(env, "ENGINE_MAX_CONTEXTS", 4, 1, 64),
     engineContextMemoryMb: intVar(env, "ENGINE_CONTEXT_MEMORY_MB", 0, 0, 1 << 24),
     engineHubTimeoutMs: intVar(env, "ENGINE_HUB_TIMEOUT_MS", 30_000, 100, 3_600_000),
+    engineBinary: choiceVar(env, "ENGINE_BINARY", ["auto", "prebuilt"] as const, "auto"),
+    engineFaultInjection: faultsVar(env.ENGINE_FAULT_INJECTION),
     engines: parseEngines(env.ENGINES),
   };
 }
@@ -160,6 +169,17 @@ function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: num
     throw new Error(`${name}=${raw} is not an integer between ${min} and ${max}`);
   }
   return value;
+}
+
+function faultsVar(raw: string | undefined): Config["engineFaultInjection"] {
+  return list(raw).map((entry) => {
+    const match = /^(.+)=(SIG[A-Z0-9]+)(?:@(localBuild|prebuilt))?$/.exec(entry);
+    const signal = match?.[2];
+    if (!match || signal === undefined || !Object.hasOwn(constants.signals, signal)) {
+      throw new Error(`ENGINE_FAULT_INJECTION entry ${entry} is not base-model=SIGNAL[@localBuild|@prebuilt]`);
+    }
+    return { model: match[1]!, signal: signal as NodeJS.Signals, build: (match[3] as "localBuild" | "prebuilt" | undefined) ?? null };
+  });
 }
 
 function levelVar(raw: string | undefined): LogLevel {

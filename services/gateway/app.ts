@@ -60,6 +60,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       logLevel: config.logLevel,
       dataDir: config.dataDir,
       hubTimeoutMs: config.engineHubTimeoutMs,
+      binary: config.engineBinary,
+      faults: config.engineFaultInjection,
     },
     log.child({ component: "engine" }),
   );

@@ -1,6 +1,7 @@
 // The files this module writes, run by node-llama-cpp (llama.cpp on CPU, one thread): the
 // built-in tiny-chat loads, tokenises ChatML, generates deterministically under greedy decoding,
-// and LoRA adapters load and act as W + (alpha/rank)·B·A.
+// quantised variants compute as their decoded weights do, and LoRA adapters load and act as
+// W + (alpha/rank)·B·A.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +9,7 @@ import { getLlama, LlamaLogLevel, type Llama, type LlamaContextOptions, type Lla
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHATML_TEMPLATE } from "./chat-template.js";
 import { GgufReader } from "./gguf/reader.js";
+import { gv } from "./gguf/values.js";
 import { writeGguf, type GgufTensorSource } from "./gguf/writer.js";
 import { makeRandomLora, type LoraPair } from "./lora.js";
 import { BUILT_IN_PRESETS, ensureBuiltInModel, makeTinyModel } from "./tiny-model.js";
@@ -129,6 +131,41 @@ describe("tiny-chat in node-llama-cpp", () => {
       } finally {
         await variant.dispose();
       }
+    }
+  });
+});
+
+describe("4-bit and K-quant files in node-llama-cpp", () => {
+  // llama.cpp must decode the blocks as our reader does: its logits on a quantised file match
+  // those on an f32 copy holding our decoding of every tensor, up to the noise of the 8-bit
+  // activations its quantised matrix products use (a misread block would be far off).
+  const shape = { ...BUILT_IN_PRESETS["tiny-chat"], layers: 2, embedding: 256, ff: 512 };
+
+  async function dequantisedCopy(path: string, copy: string): Promise<void> {
+    const r = await GgufReader.open(path);
+    try {
+      const tensors: GgufTensorSource[] = [];
+      for (const t of r.tensors) tensors.push({ name: t.name, dims: t.dims, type: "F32", data: await r.readTensor(t.name) });
+      await writeGguf(copy, new Map([...r.metadata, ["general.file_type", gv.u32(0)]]), tensors);
+    } finally {
+      await r.close();
+    }
+  }
+
+  it.each(["q4_0", "q4_1", "q4_k", "q5_k", "q6_k"] as const)("%s: logits as with our dequantised weights", async (type) => {
+    const path = join(dir, `tiny-${type}.gguf`);
+    const copy = join(dir, `tiny-${type}-as-f32.gguf`);
+    await makeTinyModel({ ...shape, type, path });
+    await dequantisedCopy(path, copy);
+    const tokens = model.tokenize(chat, true);
+    const f32 = await llama.loadModel({ modelPath: copy });
+    const expected = await nextLogits(f32, tokens).finally(() => f32.dispose());
+    const quantised = await llama.loadModel({ modelPath: path });
+    try {
+      // Measured 0.09-0.14 on logits spanning ~15; quantising moves them 0.5 (q6_k) to 1.9 (q4_0).
+      expect(maxAbsDiff(await nextLogits(quantised, tokens), expected), type).toBeLessThan(0.3);
+    } finally {
+      await quantised.dispose();
     }
   });
 });

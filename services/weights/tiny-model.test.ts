@@ -90,6 +90,34 @@ describe("makeTinyModel", () => {
     await expect(bad({ type: "q8_0", ff: 100 })).rejects.toThrow(/multiples of 32/);
     await expect(bad({ seed: -1 })).rejects.toThrow(/seed/);
   });
+
+  it.each([
+    ["q4_0", "Q4_0", 2],
+    ["q4_1", "Q4_1", 3],
+    ["q4_k", "Q4_K", 14],
+    ["q5_k", "Q5_K", 16],
+    ["q6_k", "Q6_K", 18],
+  ] as const)("writes %s: every 2-D weight %s, norms F32, file_type %d", async (type, tensorType, fileType) => {
+    // Rows of 256 (embedding, ff, heads x head size) for the K-quants' super-blocks.
+    const info = await makeTinyModel({ ...small, embedding: 256, ff: 512, seed: 1, type, path: join(dir, `${type}.gguf`) });
+    const r = await GgufReader.open(info.path);
+    try {
+      expect(getNumber(r.metadata, "general.file_type")).toBe(fileType);
+      for (const t of r.tensors) expect(t.type, t.name).toBe(t.dims.length === 1 ? "F32" : tensorType);
+      // Decodes, close to the init scale 1 / sqrt(256) of attn_q (quantisation adds a little noise).
+      expect(std(await r.readTensor("blk.0.attn_q.weight"))).toBeCloseTo(1 / 16, 2);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it("names the quantised type whose block size the shape does not fit", async () => {
+    const bad = (o: Partial<TinyModelOptions>) => makeTinyModel({ ...small, seed: 1, path: join(dir, "bad.gguf"), ...o });
+    await expect(bad({ type: "q4_0", ff: 100 })).rejects.toThrow("q4_0 needs embedding, ff and heads x head size to be multiples of 32");
+    await expect(bad({ type: "q4_k" })).rejects.toThrow("q4_k needs embedding, ff and heads x head size to be multiples of 256");
+    await expect(bad({ type: "q6_k", embedding: 256, ff: 384 })).rejects.toThrow(/q6_k needs .* multiples of 256/);
+    await expect(bad({ type: "q3_k" as "q4_k" })).rejects.toThrow(/type must be one of f32, f16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k/);
+  });
 });
 
 describe("ensureBuiltInModel", () => {

@@ -8,13 +8,13 @@ import { ARCHITECTURES, TINY_ARCHITECTURES, type ArchitectureSpec, type ArchShap
 import { CHATML_TEMPLATE, CHATML_TOOLS_TEMPLATE } from "./chat-template.js";
 import { gv } from "./gguf/values.js";
 import { writeGguf, type GgufTensorSource } from "./gguf/writer.js";
-import type { GgufMetadata, SupportedTensorType } from "./gguf/types.js";
+import { GGML_TYPES, type GgufMetadata, type SupportedTensorType } from "./gguf/types.js";
 import { normalTensor } from "./prng.js";
 import { buildTokenizer, DEFAULT_VOCAB_SIZE, tokenizerMetadata } from "./tokenizer/build.js";
 
 export { TINY_ARCHITECTURES, type TinyArchitecture };
 
-export type TinyModelType = "f32" | "f16" | "q8_0";
+export type TinyModelType = "f32" | "f16" | "q8_0" | "q4_0" | "q4_1" | "q4_k" | "q5_k" | "q6_k";
 
 export interface TinyModelOptions {
   path: string;
@@ -58,9 +58,23 @@ export interface TinyModelInfo {
   tensors: number;
 }
 
-const WEIGHT_TYPE: Record<TinyModelType, SupportedTensorType> = { f32: "F32", f16: "F16", q8_0: "Q8_0" };
-/** general.file_type (llama_ftype): ALL_F32, MOSTLY_F16, MOSTLY_Q8_0. */
-const FILE_TYPE: Record<TinyModelType, number> = { f32: 0, f16: 1, q8_0: 7 };
+const WEIGHT_TYPE: Record<TinyModelType, SupportedTensorType> = {
+  f32: "F32",
+  f16: "F16",
+  q8_0: "Q8_0",
+  q4_0: "Q4_0",
+  q4_1: "Q4_1",
+  q4_k: "Q4_K",
+  q5_k: "Q5_K",
+  q6_k: "Q6_K",
+};
+export const TINY_MODEL_TYPES = Object.keys(WEIGHT_TYPE) as TinyModelType[];
+/**
+ * general.file_type (llama_ftype): ALL_F32, MOSTLY_F16, MOSTLY_Q8_0, MOSTLY_Q4_0, MOSTLY_Q4_1, and
+ * for the K-quants the _S variants (Q4_K_S, Q5_K_S), whose weights are all of the one type (the
+ * _M mixes keep some tensors at a higher one), and Q6_K.
+ */
+const FILE_TYPE: Record<TinyModelType, number> = { f32: 0, f16: 1, q8_0: 7, q4_0: 2, q4_1: 3, q4_k: 14, q5_k: 16, q6_k: 18 };
 
 export async function makeTinyModel(o: TinyModelOptions): Promise<TinyModelInfo> {
   const architecture = o.architecture ?? "llama";
@@ -135,7 +149,7 @@ function checkName(name: string, spec: ArchitectureSpec): void {
 }
 
 function validate(o: TinyModelOptions, arch: TinyArchitecture, spec: ArchitectureSpec, s: ArchShape): void {
-  if (!Object.hasOwn(WEIGHT_TYPE, o.type)) throw new Error("type must be f32, f16 or q8_0");
+  if (!Object.hasOwn(WEIGHT_TYPE, o.type)) throw new Error(`type must be one of ${TINY_MODEL_TYPES.join(", ")}`);
   if (!Number.isInteger(o.seed) || o.seed < 0 || o.seed > 0xffffffff) throw new Error("seed must be an integer from 0 to 2^32-1");
   const sizes = { layers: o.layers, embedding: o.embedding, heads: o.heads, kvHeads: s.kvHeads, ff: o.ff, contextLength: o.contextLength, slidingWindow: s.slidingWindow };
   for (const [k, v] of Object.entries(sizes)) if (!Number.isInteger(v) || v < 1) throw new Error(`${k} must be a positive integer`);
@@ -146,8 +160,10 @@ function validate(o: TinyModelOptions, arch: TinyArchitecture, spec: Architectur
   if (!Number.isInteger(s.headDim) || s.headDim < 1) throw new Error("headDim must be a positive integer");
   if (s.headDim % 2 !== 0) throw new Error(`the head size ${s.headDim} must be even for RoPE`);
   if (o.heads % s.kvHeads !== 0) throw new Error(`heads ${o.heads} is not divisible by kvHeads ${s.kvHeads}`);
-  if (o.type === "q8_0" && (o.embedding % 32 !== 0 || o.ff % 32 !== 0 || (o.heads * s.headDim) % 32 !== 0)) {
-    throw new Error("q8_0 needs embedding, ff and heads x head size to be multiples of 32");
+  // Every 2-D weight's rows (ne0) are embedding, ff or heads x head size long, and a row is whole blocks.
+  const block = GGML_TYPES[WEIGHT_TYPE[o.type]].block;
+  if (o.embedding % block !== 0 || o.ff % block !== 0 || (o.heads * s.headDim) % block !== 0) {
+    throw new Error(`${o.type} needs embedding, ff and heads x head size to be multiples of ${block} (its block size)`);
   }
   if (o.name !== undefined) checkName(o.name, spec);
   if (o.slidingWindow !== undefined && !spec.slidingWindow) throw new Error(`${arch} files have no sliding window`);

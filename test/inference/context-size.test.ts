@@ -124,6 +124,8 @@ describe.skipIf(!present)("EngineClient.describeModel", () => {
         logLevel: "warn",
         dataDir,
         hubTimeoutMs: 3_000,
+        binary: "auto",
+        faults: [],
         ...settings,
       },
       createLogger({ level: "error" }),

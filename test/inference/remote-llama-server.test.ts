@@ -1,16 +1,16 @@
 // Remote engines on real llama-server processes, built from the llama.cpp source node-llama-cpp
-// ships (scripts/build-llama-server.sh, cached outside the clone): a base model served by two
+// ships (built and checked by the install, scripts/build-llama-server.sh): a base model served by two
 // replicas this service runs gives what the embedded engine gives, a checkpoint trained here is
 // served there with the greedy output it has locally, and with two replicas run by someone else a
 // replica killed mid-run sends new requests to the other.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../services/core/child-process.js";
+import { installedLlamaServer } from "../../services/inference/engine/llama/build-check/report.js";
 import { ensureBuiltInModel } from "../../services/weights/tiny-model.js";
 import { followJob } from "../support/art-client.js";
 import { rest as restAt } from "../support/clients.js";
@@ -18,7 +18,6 @@ import { startIsolatedServer, type IsolatedServer } from "../support/isolated-se
 import { listProcesses } from "../support/processes.js";
 import { startServerProcess, type ServerProcess } from "../support/server-process.js";
 
-const repoRoot = join(import.meta.dirname, "..", "..");
 const entity = "remote";
 let llamaServer = "";
 let isolated: IsolatedServer;
@@ -38,9 +37,8 @@ async function startExternal(port: number): Promise<ChildProcess> {
 }
 
 beforeAll(async () => {
-  // Built once per llama.cpp version (a few minutes on a fresh machine; the script says so).
-  const { stdout } = await promisify(execFile)("bash", [join(repoRoot, "scripts/build-llama-server.sh")], { cwd: repoRoot, maxBuffer: 1 << 24 });
-  llamaServer = join(stdout.trim().split("\n").at(-1) as string, "llama-server");
+  // Built and checked by the install (scripts/install.sh), never here.
+  llamaServer = installedLlamaServer();
   embeddedDir = await mkdtemp(join(tmpdir(), "srl-remote-embedded-"));
   modelFile = await ensureBuiltInModel("tiny-chat", embeddedDir);
   const ports = [await freePort(), await freePort()];

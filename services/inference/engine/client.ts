@@ -1,15 +1,21 @@
 // The gateway's side of the engine: forks the engine child process, sends it requests and turns
 // its messages into a stream per request. If the child dies (a native abort in llama.cpp, say),
-// requests in flight fail with 503 and the next request starts a new child.
+// requests in flight fail with 503 and the next request starts a new child. A model on which the
+// child dies of a native crash (crash-guard.ts) twice in a row is not run into the same crash
+// again: the engine moves to node-llama-cpp's prebuilt binary where that one passed its check,
+// else the model's requests are refused with the cause while other models are served.
 import { fork, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { ApiError, badRequest, notFound, overloaded, unavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
+import { CrashGuard } from "./crash-guard.js";
 import type { EngineEvent, InferenceEngine } from "./inference-engine.js";
 import { NOTHING_LEFT_TO_SAMPLE, type BaseModelRef, type EngineSettings, type EngineToGateway, type GatewayToEngine, type GenerateRequest, type RenderedPrompt } from "./protocol.js";
 
 interface Inflight {
+  /** The base model it runs on: a crash counts against every base model in flight. */
+  base: string;
   push(event: EngineEvent): void;
   fail(error: ApiError): void;
   /** Grammar plus banned tokens: the one combination known to abort llama.cpp when unsatisfiable. */
@@ -21,23 +27,29 @@ export class EngineClient implements InferenceEngine {
   private ready: Promise<void> | undefined;
   private readonly inflight = new Map<string, Inflight>();
   /** Pending describes: each resolves with the model's length, or null when there is no answer. */
-  private readonly describing = new Map<string, (maxModelLen: number | null) => void>();
+  private readonly describing = new Map<string, { base: string; answer(maxModelLen: number | null): void }>();
   /** Pending renders (prompts of remote engines). */
-  private readonly rendering = new Map<string, { resolve(prompt: RenderedPrompt): void; reject(error: ApiError): void }>();
+  private readonly rendering = new Map<string, { base: string; resolve(prompt: RenderedPrompt): void; reject(error: ApiError): void }>();
   private stopping = false;
+  private readonly crashes: CrashGuard;
 
   constructor(
     private readonly settings: EngineSettings,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.crashes = new CrashGuard(settings.binary, log);
+  }
 
   /** The events of one generation, ending after `done`; errors are thrown as ApiError. */
   async *generate(request: Omit<GenerateRequest, "id">, signal: AbortSignal): AsyncGenerator<EngineEvent> {
+    const refusal = this.crashes.refusal(request.base.name);
+    if (refusal) throw refusal;
     const id = randomUUID();
     const buffer: EngineEvent[] = [];
     let failure: ApiError | undefined;
     let wake: (() => void) | undefined;
     this.inflight.set(id, {
+      base: request.base.name,
       push: (event) => (buffer.push(event), wake?.()),
       fail: (error) => ((failure = error), wake?.()),
       conflicting: request.grammar !== null && (Object.values(request.logitBias).some((bias) => bias <= -100) || request.badWords.length > 0 || request.allowedTokenIds !== null),
@@ -50,6 +62,7 @@ export class EngineClient implements InferenceEngine {
       for (;;) {
         while (buffer.length > 0) {
           const event = buffer.shift() as EngineEvent;
+          if (event.type === "done") this.crashes.succeeded(request.base.name);
           yield event;
           if (event.type === "done") return;
         }
@@ -75,7 +88,7 @@ export class EngineClient implements InferenceEngine {
     const id = randomUUID();
     try {
       await this.start();
-      const answer = new Promise<number | null>((resolve) => this.describing.set(id, resolve));
+      const answer = new Promise<number | null>((resolve) => this.describing.set(id, { base: base.name, answer: resolve }));
       if (!this.send({ type: "describe", id, base })) return { maxModelLen: null };
       return { maxModelLen: await answer };
     } catch (error) {
@@ -88,10 +101,12 @@ export class EngineClient implements InferenceEngine {
 
   /** A request's prompt tokens as this base model's tokenizer and template make them (engine/remote). */
   async render(request: Omit<GenerateRequest, "id">, contextSize: number): Promise<RenderedPrompt> {
+    const refusal = this.crashes.refusal(request.base.name);
+    if (refusal) throw refusal;
     const id = randomUUID();
     try {
       await this.start();
-      const answer = new Promise<RenderedPrompt>((resolve, reject) => this.rendering.set(id, { resolve, reject }));
+      const answer = new Promise<RenderedPrompt>((resolve, reject) => this.rendering.set(id, { base: request.base.name, resolve, reject }));
       if (!this.send({ type: "render", request: { ...request, id }, contextSize })) throw unavailable("the inference engine stopped unexpectedly; retry the request");
       return await answer;
     } finally {
@@ -113,9 +128,10 @@ export class EngineClient implements InferenceEngine {
   private start(): Promise<void> {
     if (this.ready) return this.ready;
     const entry = fileURLToPath(new URL("./llama/process.ts", import.meta.url));
+    const settings: EngineSettings = { ...this.settings, binary: this.crashes.binary };
     const child = fork(entry, [], {
       execArgv: ["--import", "tsx"],
-      env: { ...process.env, UV_THREADPOOL_SIZE: "1", SRL_ENGINE_SETTINGS: JSON.stringify(this.settings) },
+      env: { ...process.env, UV_THREADPOOL_SIZE: "1", SRL_ENGINE_SETTINGS: JSON.stringify(settings) },
       serialization: "advanced",
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
@@ -126,7 +142,7 @@ export class EngineClient implements InferenceEngine {
         if (message.type === "ready") return resolve();
         if (message.type === "described") {
           if (message.error !== null) this.log.warn("could not describe base model", { error: message.error });
-          return this.describing.get(message.id)?.(message.maxModelLen);
+          return this.describing.get(message.id)?.answer(message.maxModelLen);
         }
         if (message.type === "rendered") return this.rendering.get(message.id)?.resolve(message.prompt);
         const rendering = this.rendering.get(message.id);
@@ -141,19 +157,19 @@ export class EngineClient implements InferenceEngine {
         this.child = undefined;
         this.ready = undefined;
         reject(unavailable("the inference engine did not start"));
-        for (const answer of this.describing.values()) answer(null);
-        for (const rendering of this.rendering.values()) rendering.reject(unavailable("the inference engine stopped unexpectedly; retry the request"));
+        const working = [...this.inflight.values(), ...this.describing.values(), ...this.rendering.values()].map((work) => work.base);
+        // Counted before anything is answered, so a request that retries at once sees the verdict.
+        const refused = this.stopping ? new Map<string, ApiError>() : this.crashes.crashed(signal, working);
+        const lost = (base: string) => refused.get(base) ?? unavailable("the inference engine stopped unexpectedly; retry the request");
+        for (const describing of this.describing.values()) describing.answer(null);
+        for (const rendering of this.rendering.values()) rendering.reject(lost(rendering.base));
         if (this.stopping) return;
         this.log.error("inference engine exited", { code, signal, inflight: this.inflight.size });
         // llama.cpp aborts when a grammar and banned tokens leave nothing to sample. The engine
         // checks for that before each token (grammar-guard.ts); should it still happen, such a
         // request gets a 400 (retrying cannot help), everyone else in flight a 503.
         for (const request of this.inflight.values()) {
-          request.fail(
-            request.conflicting
-              ? badRequest(NOTHING_LEFT_TO_SAMPLE)
-              : unavailable("the inference engine stopped unexpectedly; retry the request"),
-          );
+          request.fail(request.conflicting ? badRequest(NOTHING_LEFT_TO_SAMPLE) : lost(request.base));
         }
       });
     });

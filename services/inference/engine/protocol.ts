@@ -4,6 +4,17 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { LogLevel } from "../../core/logger.js";
 
+/** Which llama.cpp binary the engine loads: "auto", the install's checked build (else the prebuilt one), or "prebuilt". */
+export type BinaryChoice = "auto" | "prebuilt";
+
+/** Test only (ENGINE_FAULT_INJECTION): the engine process dies of `signal` when it starts generating for `model`. */
+export interface EngineFault {
+  model: string;
+  signal: NodeJS.Signals;
+  /** Only on this binary ("localBuild" or "prebuilt"); null: on either. */
+  build: "localBuild" | "prebuilt" | null;
+}
+
 export interface EngineSettings {
   threads: number;
   sequences: number;
@@ -16,6 +27,9 @@ export interface EngineSettings {
   logLevel: LogLevel;
   dataDir: string;
   hubTimeoutMs: number;
+  /** ENGINE_BINARY; the client moves "auto" to "prebuilt" when the local build keeps crashing. */
+  binary: BinaryChoice;
+  faults: EngineFault[];
 }
 
 export interface BaseModelRef {

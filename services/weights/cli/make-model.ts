@@ -1,16 +1,18 @@
 // `npm run make-model -- --out PATH [--arch NAME] [--seed N] [--layers N] [--embedding N]
-// [--heads N] [--kv-heads N] [--head-dim N] [--ff N] [--context N] [--type f32|f16|q8_0] [--tied]
+// [--heads N] [--kv-heads N] [--head-dim N] [--ff N] [--context N] [--type TYPE] [--tied]
 // [--sliding-window N]`: writes a random tiny GGUF (defaults: the built-in tiny-chat preset, a
 // llama) and says what it wrote.
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { BUILT_IN_PRESETS, makeTinyModel, TINY_ARCHITECTURES, type TinyArchitecture, type TinyModelType } from "../tiny-model.js";
+import { BUILT_IN_PRESETS, makeTinyModel, TINY_ARCHITECTURES, TINY_MODEL_TYPES, type TinyArchitecture, type TinyModelType } from "../tiny-model.js";
 
 const usage = `usage: npm run make-model -- --out PATH [--arch ${TINY_ARCHITECTURES.join("|")}] [--seed N]
        [--layers N] [--embedding N] [--heads N] [--kv-heads N] [--head-dim N] [--ff N] [--context N]
-       [--type f32|f16|q8_0] [--tied] [--sliding-window N] [--name NAME]
-defaults are the built-in tiny-chat preset (llama); --head-dim only for qwen3 (default 128) and
-gemma2/gemma3 (default 256), --sliding-window only for gemma2/gemma3 (default 4096)`;
+       [--type ${TINY_MODEL_TYPES.join("|")}] [--tied] [--sliding-window N] [--name NAME]
+defaults are the built-in tiny-chat preset (llama, f32); --head-dim only for qwen3 (default 128) and
+gemma2/gemma3 (default 256), --sliding-window only for gemma2/gemma3 (default 4096); the quantised
+types need embedding, ff and heads x head size in multiples of 32 (q8_0, q4_0, q4_1) or 256 (q4_k,
+q5_k, q6_k: e.g. --embedding 256 --ff 512)`;
 
 async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -43,8 +45,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const preset = BUILT_IN_PRESETS["tiny-chat"];
   const type = values.type ?? preset.type;
-  if (type !== "f32" && type !== "f16" && type !== "q8_0") {
-    console.error(`--type must be f32, f16 or q8_0, got ${type}`);
+  if (!isModelType(type)) {
+    console.error(`--type must be one of ${TINY_MODEL_TYPES.join(", ")}, got ${type}`);
     return 2;
   }
   const arch = values.arch ?? "llama";
@@ -83,6 +85,10 @@ async function main(argv: string[]): Promise<number> {
   console.log(`next: serve it by adding it to BASE_MODELS (e.g. BASE_MODELS=my-model=${info.path}),`);
   console.log(`      or load it with node-llama-cpp: (await getLlama()).loadModel({ modelPath: "${info.path}" })`);
   return 0;
+}
+
+function isModelType(name: string): name is TinyModelType {
+  return (TINY_MODEL_TYPES as readonly string[]).includes(name);
 }
 
 function isArchitecture(name: string): name is TinyArchitecture {

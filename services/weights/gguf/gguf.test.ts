@@ -1,5 +1,6 @@
 // GGUF writer/reader round trips: every metadata value type, every tensor type, alignment,
-// lazy tensor production, the Q8_0 error bound, and clear errors for what is not supported.
+// lazy tensor production, the Q8_0 error bound, and clear errors for what is not supported (the
+// other quantised types' formats have their own tests: q4.test.ts, k-quants.test.ts, gguf-py.test.ts).
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { f16BitsToF32, f32ToF16Bits } from "./half.js";
 import { dequantizeQ8_0, quantizeQ8_0 } from "./q8_0.js";
 import { GgufReader, readGgufHeader } from "./reader.js";
+import { decodeTensor, encodeTensor } from "./tensor-codec.js";
 import { GGML_TYPES, type GgufMetadata } from "./types.js";
 import { gv } from "./values.js";
 import { writeGguf } from "./writer.js";
@@ -135,6 +137,25 @@ describe("GGUF writer and reader", () => {
     }
   });
 
+  it("writes and reads Q4_0, Q4_1, Q4_K, Q5_K and Q6_K tensors in their block sizes", async () => {
+    const path = join(dir, "q4-k.gguf");
+    const types = ["Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"] as const;
+    const values = ramp(512 * 2, 0.1);
+    await writeGguf(path, new Map(), types.map((type) => ({ name: type, dims: [512, 2], type, data: values })));
+    const reader = await GgufReader.open(path);
+    try {
+      for (const type of types) {
+        expect(reader.tensor(type)).toMatchObject({ type, byteSize: (1024 / GGML_TYPES[type].block) * GGML_TYPES[type].bytes });
+        expect(await reader.readTensor(type), type).toEqual(decodeTensor(type, encodeTensor(type, values), values.length));
+      }
+    } finally {
+      await reader.close();
+    }
+    const info = await readGgufFileInfo(path, { logWarnings: false });
+    expect(info.tensorInfo?.map((t) => t.ggmlType)).toEqual(types.map((t) => GGML_TYPES[t].id));
+    await expect(writeGguf(path, new Map(), [{ name: "k", dims: [128], type: "Q4_K", data: ramp(128) }])).rejects.toThrow(/multiple of the Q4_K block size 256/);
+  });
+
   it("aligns the data section and every tensor to general.alignment", async () => {
     for (const alignment of [32, 64]) {
       const path = join(dir, `align-${alignment}.gguf`);
@@ -180,21 +201,21 @@ describe("GGUF writer and reader", () => {
   });
 
   it("names the type of a tensor it cannot decode", async () => {
-    const path = join(dir, "q4k.gguf");
+    const path = join(dir, "q2k.gguf");
     const name = "blk.0.attn_q.weight";
     await writeGguf(path, new Map(), [{ name, dims: [256], type: "F32", data: ramp(256) }]);
-    // Re-label the tensor as Q4_K (256 values = one 144-byte block, inside the 1 KiB written).
+    // Re-label the tensor as Q2_K (256 values = one 84-byte block, inside the 1 KiB written).
     const bytes = await readFile(path);
     const typeAt = bytes.indexOf(Buffer.from(name)) + name.length + 4 + 8;
     expect(bytes.readUInt32LE(typeAt)).toBe(GGML_TYPES.F32.id);
-    bytes.writeUInt32LE(GGML_TYPES.Q4_K.id, typeAt);
+    bytes.writeUInt32LE(GGML_TYPES.Q2_K.id, typeAt);
     await writeFile(path, bytes);
 
     const reader = await GgufReader.open(path);
     try {
-      expect(reader.tensor(name)).toMatchObject({ type: "Q4_K", byteSize: 144 });
-      await expect(reader.readTensor(name)).rejects.toThrow(`tensor ${name} has type Q4_K, which this reader does not support`);
-      expect((await reader.readTensorBytes(name)).length).toBe(144);
+      expect(reader.tensor(name)).toMatchObject({ type: "Q2_K", byteSize: 84 });
+      await expect(reader.readTensor(name)).rejects.toThrow(`tensor ${name} has type Q2_K, which this reader does not support`);
+      expect((await reader.readTensorBytes(name)).length).toBe(84);
       await expect(reader.readTensor("nope")).rejects.toThrow(/has no tensor nope/);
     } finally {
       await reader.close();

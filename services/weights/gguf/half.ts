@@ -30,6 +30,15 @@ export function f32ToF16Bits(value: number): number {
   return sign | h;
 }
 
+/**
+ * The smallest half at or above `value` (>= 0): a block scale rounded up, so the largest value
+ * it must reach still fits in the code range. Past 65504 this is infinity, for the caller to refuse.
+ */
+export function f32ToF16BitsUp(value: number): number {
+  const h = f32ToF16Bits(value);
+  return f16BitsToF32(h) < value ? h + 1 : h;
+}
+
 const F16_TABLE = buildF16Table();
 
 function buildF16Table(): Float32Array {

@@ -2,6 +2,9 @@
 // use the host order, so a big-endian host is refused rather than silently writing garbage.
 import { endianness } from "node:os";
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "./half.js";
+import { dequantizeQ4_K, dequantizeQ5_K, quantizeQ4_K, quantizeQ5_K } from "./k-quants.js";
+import { dequantizeQ4_0, dequantizeQ4_1, quantizeQ4_0, quantizeQ4_1 } from "./q4.js";
+import { dequantizeQ6_K, quantizeQ6_K } from "./q6_k.js";
 import { dequantizeQ8_0, quantizeQ8_0 } from "./q8_0.js";
 import type { SupportedTensorType } from "./types.js";
 
@@ -23,6 +26,16 @@ export function encodeTensor(type: SupportedTensorType, values: Float32Array): U
     }
     case "Q8_0":
       return quantizeQ8_0(values);
+    case "Q4_0":
+      return quantizeQ4_0(values);
+    case "Q4_1":
+      return quantizeQ4_1(values);
+    case "Q4_K":
+      return quantizeQ4_K(values);
+    case "Q5_K":
+      return quantizeQ5_K(values);
+    case "Q6_K":
+      return quantizeQ6_K(values);
   }
 }
 
@@ -45,5 +58,15 @@ export function decodeTensor(type: SupportedTensorType, bytes: Uint8Array, eleme
     }
     case "Q8_0":
       return dequantizeQ8_0(bytes, elements);
+    case "Q4_0":
+      return dequantizeQ4_0(bytes, elements);
+    case "Q4_1":
+      return dequantizeQ4_1(bytes, elements);
+    case "Q4_K":
+      return dequantizeQ4_K(bytes, elements);
+    case "Q5_K":
+      return dequantizeQ5_K(bytes, elements);
+    case "Q6_K":
+      return dequantizeQ6_K(bytes, elements);
   }
 }

@@ -86,8 +86,8 @@ export const GGML_TYPES = {
 export type GgmlTypeName = keyof typeof GGML_TYPES;
 
 /** The tensor types this module can encode and decode. */
-export type SupportedTensorType = "F32" | "F16" | "BF16" | "Q8_0";
-export const SUPPORTED_TENSOR_TYPES: readonly SupportedTensorType[] = ["F32", "F16", "BF16", "Q8_0"];
+export type SupportedTensorType = "F32" | "F16" | "BF16" | "Q8_0" | "Q4_0" | "Q4_1" | "Q4_K" | "Q5_K" | "Q6_K";
+export const SUPPORTED_TENSOR_TYPES: readonly SupportedTensorType[] = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"];
 
 export function ggmlTypeName(id: number): string {
   for (const [name, info] of Object.entries(GGML_TYPES)) if (info.id === id) return name;

@@ -3,7 +3,7 @@
 // it), refuses past the queue limit, and runs the n choices of a request in parallel sequences so
 // llama.cpp batches them with everything else in flight.
 import type { Llama, LlamaGrammar, LlamaModel, Token } from "node-llama-cpp";
-import { describeBinary, loadLlama } from "./binary.js";
+import { describeBinary, loadLlama, logBinary } from "./binary.js";
 import type { Logger } from "../../../core/logger.js";
 import type { BaseModelRef, EngineSettings, EngineToGateway, GenerateRequest, RenderedPrompt } from "../protocol.js";
 import { ContextPools, type Lease } from "./context-pool.js";
@@ -49,6 +49,7 @@ export class LlamaEngine {
       throw new EngineRequestError("bad_request", `priority=${request.priority}: model ${request.base.name} is not served with priority scheduling, so priority must be 0`);
     }
     const model = await this.model(request.base.name, request.base.source);
+    await this.injectFault(request.base.name);
     const contextSize = await this.sizes.of(request.base.name, model.fileInsights);
     const prompt = buildPrompt(model, request, contextSize);
     const grammar = request.grammar === null ? null : await this.grammar(request.grammar);
@@ -212,12 +213,21 @@ export class LlamaEngine {
 
   /** The one llama.cpp binding of this engine, loaded (and its binary logged) on first use. */
   private sharedLlama(): Promise<Llama> {
-    return (this.llama ??= loadLlama().then((llama) => {
-      const binary = describeBinary(llama);
-      if (binary.openmp) this.log.info("llama.cpp binary loaded", { ...binary });
-      else this.log.warn("llama.cpp binary without OpenMP: decode steps on several threads stall while other processes run; run scripts/build-llama-addon.sh to build the OpenMP one or to see why it fails", { ...binary });
+    return (this.llama ??= loadLlama(this.settings.binary).then((llama) => {
+      logBinary(this.log, describeBinary(llama), this.settings.binary);
       return llama;
     }));
+  }
+
+  /** Tests of crash handling only (ENGINE_FAULT_INJECTION): this process dies of the signal named for the model. */
+  private async injectFault(baseName: string): Promise<void> {
+    const fault = this.settings.faults.find((candidate) => candidate.model === baseName);
+    if (!fault) return;
+    if (fault.build !== null && describeBinary(await this.sharedLlama()).build !== fault.build) return;
+    this.log.warn("fault injection: the engine kills itself", { model: baseName, signal: fault.signal });
+    process.kill(process.pid, fault.signal);
+    // The signal is delivered at once; nothing of this request may run meanwhile.
+    await new Promise(() => {});
   }
 
   private readonly vocabularies = new Map<string, Promise<LlamaModel>>();
