@@ -18,6 +18,7 @@ import { startBenchService } from "./bench-service.js";
 import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
 import { interleavedRuns, streamLevels, type Figures } from "./interleaved.js";
 import type { LlamaBinary } from "../../services/inference/engine/llama/binary.js";
+import { readBinariesReport } from "../../services/inference/engine/llama/build-check/report.js";
 import { figuresCell, levelFigures, type LevelFigures } from "./stats.js";
 import { streamChat } from "./stream-client.js";
 
@@ -73,7 +74,8 @@ try {
   const medians = await interleavedRuns(SYSTEMS, LEVELS, RUNS, (system) => measure[system](), printTable);
   printTable(`median of ${RUNS} runs (service's and direct's llama.cpp threads: ${directThreads})`, medians);
   await prefixCache(server.url, key, modelName);
-  console.log(`\nnode-llama-cpp binary (service and direct): ${directBinary?.build === "localBuild" ? "built by scripts/build-llama-addon.sh" : "node-llama-cpp's prebuilt one (scripts/build-llama-addon.sh failed?)"}, OpenMP ${directBinary?.openmp ? "on" : "off"}`);
+  const report = readBinariesReport();
+  console.log(`\nnode-llama-cpp binary (service and direct): ${directBinary?.build === "localBuild" ? `the ${report.addon?.adopted ?? "local"} build the install checked (scripts/build-llama-addon.sh)` : "node-llama-cpp's prebuilt one (no local build passed its check? .cache/llama-binaries.json)"}, OpenMP ${directBinary?.openmp ? "on" : "off"}, AMX ${directBinary?.amx ? "on" : "off"}; llama-server: the ${report.server?.adopted ?? "?"} build, AMX ${report.server?.checks.find((check) => check.candidate === report.server?.adopted)?.amx ? "on" : "off"}. On a CPU with AMX, LLAMA_VARIANT=noamx bash scripts/install.sh switches both to the build without it (LLAMA_VARIANT=native back).`);
   console.log(`llama-server used: ${binaries}/llama-server (built and checked by the install, scripts/build-llama-server.sh; delete that directory to rebuild). README "Inference speed" explains the columns and the thread rule.`);
 } finally {
   await llamaServer?.stop();

@@ -185,7 +185,10 @@ describe("SmolLM2-135M-Instruct Q4_1", () => {
     const reward = (tokens: number, finished: boolean) => (finished ? (MAX_TOKENS - tokens) / MAX_TOKENS : 0);
     const curve: number[] = [];
     const gaps: number[] = [];
-    for (let step = 0; step < 5; step++) {
+    // Two jobs: the reward rises by well over the bar after the second (0.10-0.12 -> 0.64-0.83
+    // measured); each further round costs minutes of the suite on 2 cores.
+    const ROUNDS = 3;
+    for (let step = 0; step < ROUNDS; step++) {
       const groups = [];
       let total = 0;
       let count = 0;
@@ -205,7 +208,7 @@ describe("SmolLM2-135M-Instruct Q4_1", () => {
         });
       }
       curve.push(total / count);
-      if (step === 4) break;
+      if (step === ROUNDS - 1) break;
       const job = await rest("POST", "/v1/preview/training-jobs", { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 3e-4 } });
       expect(job.status, job.text).toBe(200);
       const outcome = await followJob(key, (job.body as { id: string }).id, model.id, isolated.server.url, 600_000);

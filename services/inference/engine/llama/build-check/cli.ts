@@ -5,7 +5,8 @@
 // found to .cache/llama-binaries.json, which the engine logs at start-up. Candidates in order:
 // native (-march=native, AMX included where the CPU has it), noamx (where the CPU has AMX), and
 // for the addon node-llama-cpp's prebuilt binary, which is checked in any case: where it passes,
-// it is the engine's fallback should the adopted build crash at run time.
+// it is the engine's fallback should the adopted build crash at run time. LLAMA_VARIANT=native or
+// noamx tries only that build (and then the prebuilt binary).
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -63,9 +64,13 @@ function build(script: string, variant: string): Promise<string> {
 }
 
 function variants(script: string): Candidate[] {
-  const native: Candidate = { name: "native", prepare: () => build(script, "native") };
+  const candidate = (name: string): Candidate => ({ name, prepare: () => build(script, name) });
+  // LLAMA_VARIANT=native|noamx: only that build (to compare AMX on and off, say).
+  const only = process.env.LLAMA_VARIANT;
+  if (only === "native" || only === "noamx") return [candidate(only)];
+  if (only) throw new Error(`LLAMA_VARIANT=${only} is not native or noamx`);
   // A build without AMX only where the native one has it: elsewhere the two are the same.
-  return hasAmx() ? [native, { name: "noamx", prepare: () => build(script, "noamx") }] : [native];
+  return hasAmx() ? [candidate("native"), candidate("noamx")] : [candidate("native")];
 }
 
 function writeReport(section: "addon" | "server", choice: BinaryChoiceReport): void {
