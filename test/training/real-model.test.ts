@@ -180,13 +180,13 @@ describe("SmolLM2-135M-Instruct Q4_1", () => {
   it("raises the mean reward by RL on a verifiable reward (terse answers)", async () => {
     const model = (await rest("POST", "/v1/preview/models", { project: "real", name: "brief", base_model: "smollm2" })).body as { id: string; entity: string };
     const name = `wandb-artifact:///${model.entity}/real/brief`;
-    const prompts = ["What is 2 + 2?", "Name a color.", "What is the capital of France?", "Is water wet?"];
+    const prompts = ["What is 2 + 2?", "Name a color.", "What is the capital of France?"];
     // The shorter a finished reply, the better; one cut at the length cap earns nothing.
     const reward = (tokens: number, finished: boolean) => (finished ? (MAX_TOKENS - tokens) / MAX_TOKENS : 0);
     const curve: number[] = [];
     const gaps: number[] = [];
-    // Two jobs: the reward rises by well over the bar after the second (0.10-0.12 -> 0.64-0.83
-    // measured); each further round costs minutes of the suite on 2 cores.
+    // Two jobs on three prompts: the reward rises well over the bar after the second (0.10-0.12 ->
+    // 0.64-0.83 measured with four prompts); each further round costs minutes of the suite on 2 cores.
     const ROUNDS = 3;
     for (let step = 0; step < ROUNDS; step++) {
       const groups = [];
