@@ -11,7 +11,7 @@
 #
 # Built once per node-llama-cpp version, llama.cpp commit, patches, CPU (its flags: the build uses
 # them) and variant, cached outside the clone. Prints the build's directory as its last line; it is
-# not used until it passes its check: scripts/install-llama.sh verifies it on real models and links
+# not used until it passes its check: the install (services/inference/engine/llama/build-check/cli.ts) verifies it on real models and links
 # the first build that passes. Exits non-zero when it cannot build.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -6,7 +6,7 @@
 # with. CPU only, for this CPU's instructions ("noamx": without AMX), only the llama-server target,
 # on every core. Cached outside the clone keyed by the bundle's commit, the patches, the CPU and the
 # variant. Prints the directory holding the binary as its last line; everything else goes to
-# stderr. scripts/install-llama.sh checks it on real models before linking it as .cache/llama-server.
+# stderr. The install (services/inference/engine/llama/build-check/cli.ts) checks it on real models before linking it as .cache/llama-server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/cmake-tools.sh

@@ -65,11 +65,6 @@ cpu_key() {
   (uname -m; grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) | sha256sum | cut -c1-8
 }
 
-# `cpu_has_amx`: whether this CPU reports Intel AMX (a native build then uses it).
-cpu_has_amx() {
-  grep -qw amx_tile /proc/cpuinfo 2>/dev/null
-}
-
 # `llama_variant_flags VARIANT` prints the extra compiler flags of a build variant: "native" is
 # -march=native as it is; "noamx" is the same without AMX (the fallback where the AMX build fails
 # its check). Explicit -mno-* flags win over -march=native in GCC and clang whatever their order.

@@ -74,7 +74,6 @@ export function spawnLogged(bin: string, args: string[], logFile: string, option
   return { process: child, exited, stop };
 }
 
-// The guard exits 128+n when the child died of signal n (sh's convention).
 /** A signal with what it means, as people search for it: "SIGILL (illegal instruction)". */
 export function describeSignal(signal: NodeJS.Signals): string {
   const meaning: Partial<Record<NodeJS.Signals, string>> = {
@@ -89,6 +88,7 @@ export function describeSignal(signal: NodeJS.Signals): string {
   return `${signal}${meaning[signal] ? ` (${meaning[signal]})` : number !== undefined ? ` (signal ${number})` : ""}`;
 }
 
+// The guard exits 128+n when the child died of signal n (sh's convention).
 function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
   if (signal !== null) return `signal ${signal}`;
   if (code !== null && code > 128) {

@@ -10,6 +10,18 @@ import type { SupportedTensorType } from "./types.js";
 
 if (endianness() !== "LE") throw new Error("GGUF codec needs a little-endian host");
 
+type BlockType = Exclude<SupportedTensorType, "F32" | "F16" | "BF16">;
+
+/** The block-quantized types, each a quantizer and its ggml-exact dequantizer. */
+const BLOCK_CODECS: Record<BlockType, { encode(values: Float32Array): Uint8Array; decode(bytes: Uint8Array, elements: number): Float32Array }> = {
+  Q8_0: { encode: quantizeQ8_0, decode: dequantizeQ8_0 },
+  Q4_0: { encode: quantizeQ4_0, decode: dequantizeQ4_0 },
+  Q4_1: { encode: quantizeQ4_1, decode: dequantizeQ4_1 },
+  Q4_K: { encode: quantizeQ4_K, decode: dequantizeQ4_K },
+  Q5_K: { encode: quantizeQ5_K, decode: dequantizeQ5_K },
+  Q6_K: { encode: quantizeQ6_K, decode: dequantizeQ6_K },
+};
+
 export function encodeTensor(type: SupportedTensorType, values: Float32Array): Uint8Array {
   switch (type) {
     case "F32":
@@ -24,18 +36,8 @@ export function encodeTensor(type: SupportedTensorType, values: Float32Array): U
       for (let i = 0; i < values.length; i++) out[i] = f32ToBf16Bits(values[i]!);
       return new Uint8Array(out.buffer);
     }
-    case "Q8_0":
-      return quantizeQ8_0(values);
-    case "Q4_0":
-      return quantizeQ4_0(values);
-    case "Q4_1":
-      return quantizeQ4_1(values);
-    case "Q4_K":
-      return quantizeQ4_K(values);
-    case "Q5_K":
-      return quantizeQ5_K(values);
-    case "Q6_K":
-      return quantizeQ6_K(values);
+    default:
+      return BLOCK_CODECS[type].encode(values);
   }
 }
 
@@ -56,17 +58,7 @@ export function decodeTensor(type: SupportedTensorType, bytes: Uint8Array, eleme
       for (let i = 0; i < elements; i++) out[i] = convert(halves[i]!);
       return out;
     }
-    case "Q8_0":
-      return dequantizeQ8_0(bytes, elements);
-    case "Q4_0":
-      return dequantizeQ4_0(bytes, elements);
-    case "Q4_1":
-      return dequantizeQ4_1(bytes, elements);
-    case "Q4_K":
-      return dequantizeQ4_K(bytes, elements);
-    case "Q5_K":
-      return dequantizeQ5_K(bytes, elements);
-    case "Q6_K":
-      return dequantizeQ6_K(bytes, elements);
+    default:
+      return BLOCK_CODECS[type].decode(bytes, elements);
   }
 }

@@ -1,5 +1,5 @@
 // The llama.cpp binary node-llama-cpp runs: the one the install built and verified
-// (scripts/install-llama.sh: OpenMP, this CPU's instructions, checked on real quantized models
+// (build-check/cli.ts from scripts/install.sh: OpenMP, this CPU's instructions, checked on real quantized models
 // before it is linked) or node-llama-cpp's prebuilt one, whose threads spin at every wait and stall
 // when other processes need a core: where no build passed its check, or where the engine asks for
 // it after the local build crashed twice on a model (engine/client.ts).
@@ -9,7 +9,7 @@ import type { BinaryChoice } from "../protocol.js";
 import { readBinariesReport } from "./build-check/report.js";
 
 export interface LlamaBinary {
-  /** "localBuild": linked by scripts/install-llama.sh; "prebuilt": node-llama-cpp's own. */
+  /** "localBuild": linked by the install (build-check/cli.ts); "prebuilt": node-llama-cpp's own. */
   build: Llama["buildType"];
   /** Whether llama.cpp's threads are OpenMP's (from llama.cpp's own system info). */
   openmp: boolean;

@@ -1,4 +1,4 @@
-// Child process of a build check (run-addon-check.ts): loads one llama.cpp binary through
+// Child process of a build check (run by check-candidates.ts): loads one llama.cpp binary through
 // node-llama-cpp and, for each model given, runs a batched prefill and a few decode steps, and the
 // same prompt one token at a time. A broken build dies here (SIGILL, SIGSEGV: the parent names the
 // model from the last "start" line) or computes differently in the batched kernels (AMX tiles,

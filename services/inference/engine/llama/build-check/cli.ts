@@ -9,18 +9,17 @@
 // noamx tries only that build (and then the prebuilt binary).
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, homedir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureCheckModels, type CheckModel } from "./check-models.js";
 import { chooseCandidate, type Candidate } from "./check-candidates.js";
-import { linkLocalBuild, localBuildFolder } from "./local-build-link.js";
-import { BINARIES_REPORT_PATH, readBinariesReport, type BinaryChoiceReport } from "./report.js";
+import { localBuildFolder, replaceWithLink } from "./local-build-link.js";
+import { BINARIES_REPORT_PATH, LLAMA_SERVER_DIR, readBinariesReport, type BinaryChoiceReport } from "./report.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../..");
 const CACHE = process.env.SRL_CACHE_DIR || join(homedir(), ".cache", "srl");
-const SERVER_LINK = join(REPO_ROOT, ".cache/llama-server");
 const SMOLLM2 = join(REPO_ROOT, ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf");
 /** A check of 8 small models takes seconds; minutes only for a build whose threads spin on a busy machine. */
 const CHECK_TIMEOUT_MS = 600_000;
@@ -80,13 +79,6 @@ function writeReport(section: "addon" | "server", choice: BinaryChoiceReport): v
   renameSync(temporary, BINARIES_REPORT_PATH);
 }
 
-function linkServer(path: string | null): void {
-  rmSync(`${SERVER_LINK}.tmp`, { force: true });
-  if (path === null) return rmSync(SERVER_LINK, { force: true });
-  symlinkSync(path, `${SERVER_LINK}.tmp`);
-  renameSync(`${SERVER_LINK}.tmp`, SERVER_LINK);
-}
-
 async function main(kind: string | undefined): Promise<number> {
   if (kind !== "addon" && kind !== "server") {
     process.stderr.write("usage: cli.ts addon|server\n");
@@ -101,12 +93,9 @@ async function main(kind: string | undefined): Promise<number> {
       ? [...variants("build-llama-addon.sh"), { name: "prebuilt", prepare: async () => null, alwaysCheck: true }]
       : variants("build-llama-server.sh");
   const choice = await chooseCandidate(candidates, options);
-  if (kind === "addon") {
-    if (choice.path !== null) linkLocalBuild(choice.path);
-    else rmSync(localBuildFolder(), { recursive: true, force: true });
-  } else {
-    linkServer(choice.path);
-  }
+  const link = kind === "addon" ? localBuildFolder() : LLAMA_SERVER_DIR;
+  if (choice.path !== null) replaceWithLink(choice.path, link);
+  else rmSync(link, { recursive: true, force: true });
   writeReport(kind, choice);
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
   const what = kind === "addon" ? "node-llama-cpp's binary" : "llama-server";

@@ -4,7 +4,7 @@
 // (getBuildFolderNameForBuildOptions: SHA-1 of "KEY=value" pairs, bytes in base 36); should it
 // change, the candidate is not found, the prebuilt binary loads instead and the check says so.
 import { createHash } from "node:crypto";
-import { mkdirSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import { lstatSync, mkdirSync, renameSync, rmSync, symlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 
@@ -23,12 +23,17 @@ export function localBuildFolder(name?: string): string {
 /** Points the folder of `name` at a build directory (replacing what was there); returns a remover. */
 export function linkLocalBuild(buildDir: string, name?: string): () => void {
   const folder = localBuildFolder(name);
-  mkdirSync(dirname(folder), { recursive: true });
-  const temporary = `${folder}.tmp.${process.pid}`;
-  rmSync(temporary, { recursive: true, force: true });
-  symlinkSync(buildDir, temporary);
-  rmSync(folder, { recursive: true, force: true });
-  // rename over a removed path: readers see the old link, nothing, or the new one.
-  renameSync(temporary, folder);
+  replaceWithLink(buildDir, folder);
   return () => rmSync(folder, { recursive: true, force: true });
+}
+
+/** Makes `link` a symbolic link to `target`, replacing whatever is there (a build directory too). */
+export function replaceWithLink(target: string, link: string): void {
+  mkdirSync(dirname(link), { recursive: true });
+  const temporary = `${link}.tmp.${process.pid}`;
+  rmSync(temporary, { recursive: true, force: true });
+  symlinkSync(target, temporary);
+  // A link is replaced by the rename at once; a real directory must go first.
+  if (!lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()) rmSync(link, { recursive: true, force: true });
+  renameSync(temporary, link);
 }

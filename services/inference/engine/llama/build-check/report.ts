@@ -1,4 +1,4 @@
-// What the install found of the llama.cpp binaries (scripts/install-llama.sh writes it, the engine
+// What the install found of the llama.cpp binaries (build-check/cli.ts writes it at install, the engine
 // reads it at start-up): which build each check tried, why one was refused, which one is in use.
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";

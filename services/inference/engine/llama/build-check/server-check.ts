@@ -1,4 +1,4 @@
-// Child process of a llama-server build check (run-by check-candidates.ts): for each model given,
+// Child process of a llama-server build check (run by check-candidates.ts): for each model given,
 // starts the llama-server binary on it, sends one completion whose prompt is prefilled in one batch
 // and which then decodes a few tokens, and stops it. A server that dies is reported with its signal;
 // the same JSON lines as addon-check.ts.
