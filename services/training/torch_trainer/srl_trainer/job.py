@@ -1,9 +1,10 @@
-"""One training job on a loaded base model: attach the LoRA (fresh or the previous adapter), run
-the planned optimizer steps (packed micro-batches, the SFT or RL loss, clipping, AdamW), report
-each step, and return the new adapter."""
+"""One training job on a loaded base model with its LoRA attached (lora/attach.py): run the
+planned optimizer steps (packed micro-batches, the SFT or RL loss, clipping, AdamW), report each
+step, and return the new adapter."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -12,63 +13,30 @@ from typing import Any, Generator
 
 import numpy as np
 import torch
-from peft import LoraConfig, PeftModel
+from peft import PeftModel
 
-from . import lora_io
+from . import proto
 from .base_models import LoadedModel
 from .errors import CancelledError, InputError
 from .forward import layer_checkpointing, logprobs_by_row, pack_rows, scored_logprobs
-from .job_input import ROLE_PREVIOUS, ROLE_REFERENCE, JobInput, Row
+from .job_input import ROLE_REFERENCE, JobInput, Row
+from .lora.adapter import Adapter
+from .lora.attach import active_adapter, read_adapter, read_input
 from .losses import RlLossConfig, rl_loss, sft_loss
 from .packing import plan_packs
 from .resources import Resources
-
-DEFAULT_RANK = 8
-DEFAULT_ALPHA = 16.0
 
 
 @dataclass
 class JobResult:
     trained: bool
-    adapter: lora_io.Adapter
+    adapter: Adapter
 
 
 def rl_config(message: Any) -> RlLossConfig:
-    return RlLossConfig(
-        loss_fn=message.loss_fn or "cispo",
-        epsilon=message.epsilon,
-        epsilon_high=message.epsilon_high,
-        importance_sampling_level=message.importance_sampling_level or "token",
-        max_negative_advantage_importance_sampling_weight=message.max_negative_advantage_importance_sampling_weight or None,
-        mask_prob_ratio=message.mask_prob_ratio,
-        kimi_k2_tau=message.kimi_k2_tau or None,
-        truncated_importance_sampling=message.truncated_importance_sampling or None,
-        kl_penalty_coef=message.kl_penalty_coef,
-        kl_penalty_source=message.kl_penalty_source or "current_learner",
-    )
-
-
-def attach_lora(loaded: LoadedModel, job: JobInput) -> PeftModel:
-    """The LoRA to train: the previous adapter's shape wins unless the job names another."""
-    spec = job.spec.lora
-    previous = job.adapters.get(ROLE_PREVIOUS)
-    prior = lora_io.read_files(previous.files, previous.format, loaded) if previous else None
-    rank = spec.rank or (prior.rank if prior else DEFAULT_RANK)
-    alpha = spec.alpha or (prior.alpha if prior else DEFAULT_ALPHA)
-    targets = list(spec.target_modules) or (sorted(prior.targets) if prior else list(loaded.arch.default_targets))
-    if prior and (prior.rank != rank or not math.isclose(prior.alpha, alpha) or prior.targets != set(targets)):
-        raise InputError(
-            f"the model's adapter has rank {prior.rank}, alpha {prior.alpha:g} on {sorted(prior.targets)}; "
-            f"a job cannot change them (asked rank {rank}, alpha {alpha:g} on {sorted(targets)})"
-        )
-    model = lora_io.attach(loaded, rank, alpha, targets, spec.seed)
-    try:
-        if prior:
-            lora_io.load_into(model, prior)
-    except Exception:
-        lora_io.detach(model)
-        raise
-    return model
+    """The RlLoss the worker sent (resolved there), an unset field as the contract's default."""
+    sent = proto.with_defaults(message)
+    return RlLossConfig(**{f.name: sent[f.name] for f in dataclasses.fields(RlLossConfig)})
 
 
 class Trainer:
@@ -106,16 +74,9 @@ class Trainer:
         if reference is None:
             with model.disable_adapter():  # §4.3: the base model, LoRA off
                 return self.logprobs(model, rows)
-        adapter = lora_io.read_files(reference.files, reference.format, self.loaded)
-        config = LoraConfig(r=adapter.rank, lora_alpha=adapter.alpha, target_modules=sorted(adapter.targets), lora_dropout=0.0, bias="none")
-        model.add_adapter("reference", config)
-        try:
-            lora_io.load_into(model, adapter, "reference")
-            model.set_adapter("reference")
+        adapter = read_input(reference.files, reference.format, self.loaded)
+        with active_adapter(model, adapter, "reference"):
             return self.logprobs(model, rows)
-        finally:
-            model.set_adapter("default")
-            model.delete_adapter("reference")
 
     # --- training -----------------------------------------------------------------------------
 
@@ -128,8 +89,8 @@ class Trainer:
         recomputed = self.logprobs(model, used) if is_rl and spec.rl.precalculate_logprobs else None
         reference = self._reference_logprobs(model, used) if rl and rl.kl_penalty_coef > 0 else None
         params = [p for p in model.parameters() if p.requires_grad]
-        o = spec.optimizer
-        optimizer = torch.optim.AdamW(params, lr=0.0, betas=(o.beta1 or 0.9, o.beta2 or 0.99), eps=o.eps or 1e-8, weight_decay=o.weight_decay)
+        o = proto.with_defaults(spec.optimizer)
+        optimizer = torch.optim.AdamW(params, lr=0.0, betas=(o["beta1"], o["beta2"]), eps=o["eps"], weight_decay=o["weight_decay"])
         applied = 0
         for k, step in enumerate(spec.steps, start=1):
             self._check()
@@ -138,7 +99,7 @@ class Trainer:
                 group["lr"] = step.learning_rate
             metrics = self._step(model, list(step.rows), rl, recomputed, reference)
             if metrics.pop("_trainable") > 0:
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, spec.optimizer.max_grad_norm or float("inf")))
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, o["max_grad_norm"] or float("inf")))  # 0: no clipping
                 if math.isfinite(grad_norm) and math.isfinite(metrics["loss"]):
                     optimizer.step()
                     applied += 1
@@ -150,7 +111,7 @@ class Trainer:
             metrics["learning_rate"] = step.learning_rate
             metrics["tokens_per_second"] = metrics["num_tokens"] / seconds if seconds > 0 else 0.0
             yield k, metrics
-        return JobResult(trained=applied > 0, adapter=lora_io.read_adapter(model))
+        return JobResult(trained=applied > 0, adapter=read_adapter(model))
 
     def _step(self, model: PeftModel, rows: list[int], rl: RlLossConfig | None, recomputed: dict[int, np.ndarray] | None, reference: dict[int, np.ndarray] | None) -> dict[str, float]:
         job_rows = self.job.rows

@@ -1,10 +1,9 @@
 """RL and SFT losses of the trainer (spec training-semantics.md §4.2 and §7.3).
 
-A port of services/training/trainer/rl/loss.ts to PyTorch. The trainer computes log-probs only at
-the positions whose target token is trained and packs rows into one flat sequence, so every
-per-position input is a flat [N] tensor and `row_ids` says which row each position belongs to.
-Per-row quantities (sequence-level ratio, KL k̄, row-mean reduction) are segment sums over
-`row_ids` (index_add, differentiable).
+The trainer computes log-probs only at the positions whose target token is trained and packs rows
+into one flat sequence, so every per-position input is a flat [N] tensor and `row_ids` says which
+row each position belongs to. Per-row quantities (sequence-level ratio, KL k̄, row-mean reduction)
+are segment sums over `row_ids` (index_add, differentiable).
 
 Stop-gradients (spec sg(·)) are `.detach()`. Every input is sanitised with torch.where at
 untrained positions (mask 0) before any arithmetic, so a non-finite value there can reach neither
@@ -29,18 +28,19 @@ _EPS = 1e-18
 
 @dataclass(frozen=True)
 class RlLossConfig:
-    """The §4.4 loss knobs, already resolved (the ppo defaults ε = ε_high = 0.2 are the caller's job)."""
+    """The §4.4 loss knobs, resolved: the fields of the contract's RlLoss of the same names, whose
+    defaults the service and the contract apply (job.rl_config), never this module."""
 
-    loss_fn: LossFn = "cispo"
-    epsilon: float = 1.0
-    epsilon_high: float = 4.0
-    importance_sampling_level: ImportanceSamplingLevel = "token"
-    max_negative_advantage_importance_sampling_weight: Optional[float] = None  # None/0 = off
-    mask_prob_ratio: bool = False
-    kimi_k2_tau: Optional[float] = None  # None/0 = off
-    truncated_importance_sampling: Optional[float] = None  # None/0 = off
-    kl_penalty_coef: float = 0.0
-    kl_penalty_source: KlPenaltySource = "current_learner"
+    loss_fn: LossFn
+    epsilon: float
+    epsilon_high: float
+    importance_sampling_level: ImportanceSamplingLevel
+    max_negative_advantage_importance_sampling_weight: float  # 0 = off
+    mask_prob_ratio: bool
+    kimi_k2_tau: float  # 0 = off
+    truncated_importance_sampling: float  # 0 = off
+    kl_penalty_coef: float
+    kl_penalty_source: KlPenaltySource
 
 
 @dataclass

@@ -13,11 +13,15 @@ from typing import Any, Iterator
 import grpc
 import torch
 
-from . import lora_io, proto
+from . import proto
 from .architectures import SUPPORTED
 from .base_models import ModelCache, ModelRef, inspect_gguf, resolve_gguf, why_not_trainable
 from .errors import CancelledError, InputError, UnsupportedModelError
-from .job import Trainer, attach_lora
+from .job import Trainer
+from .lora import gguf_files, peft_files
+from .lora.adapter import Adapter
+from .lora.attach import attach_for_job, detach
+from .lora.fit import check_fits, read_base
 from .job_input import ROLE_INITIAL, ROLE_OUTPUT, ROLE_PREVIOUS, ROLE_REFERENCE, AdapterInput, JobInput, row_from_message
 from .resources import from_hints
 from .versions import versions
@@ -69,15 +73,15 @@ def read_input(requests: Iterator[Any], roles: tuple[int, ...] = (ROLE_PREVIOUS,
     return job
 
 
-def adapter_responses(adapter: lora_io.Adapter, base: lora_io.GgufBase, spec: Any) -> Iterator[Any]:
+def adapter_responses(adapter: Adapter, base: gguf_files.GgufBase, spec: Any) -> Iterator[Any]:
     """The adapter as `file` responses in the spec's output formats (empty: both)."""
     formats = list(spec.output_formats) or ["gguf", "peft"]
     if "gguf" in formats:
-        data = lora_io.to_gguf_file(adapter, base, name=f"{spec.base_model.name}-lora")
-        for chunk in file_chunks({lora_io.GGUF_FILE: data}, "gguf"):
+        data = gguf_files.write(adapter, base, name=f"{spec.base_model.name}-lora")
+        for chunk in file_chunks({gguf_files.FILENAME: data}, "gguf"):
             yield pb.TrainResponse(file=chunk)
     if "peft" in formats:
-        files = lora_io.to_peft_files(adapter, spec.base_model.train_weights.removeprefix("hf:") or spec.base_model.name)
+        files = peft_files.write(adapter, spec.base_model.train_weights.removeprefix("hf:") or spec.base_model.name)
         for chunk in file_chunks(files, "peft"):
             yield pb.TrainResponse(file=chunk)
 
@@ -133,7 +137,7 @@ class TrainerService(pb_grpc.TrainerServicer):
         yield pb.TrainResponse(started=pb.Started(num_steps=len(spec.steps), device=str(self.device), threads=self.threads, load_seconds=loaded.load_seconds))
         log.info("job %s: %d steps, %d rows on %s", spec.job_id, len(spec.steps), len(job.rows), spec.base_model.name)
         trainer = Trainer(loaded, job, from_hints(spec.resources), cancelled)
-        model = attach_lora(loaded, job)
+        model = attach_for_job(loaded, job)
         try:
             steps = trainer.run(model)
             while True:
@@ -144,7 +148,7 @@ class TrainerService(pb_grpc.TrainerServicer):
                     break
                 yield pb.TrainResponse(step=pb.StepMetrics(step=step, metrics=metrics))
         finally:
-            lora_io.detach(model)
+            detach(model)
         yield from adapter_responses(result.adapter, loaded, spec)
         yield pb.TrainResponse(finished=pb.Finished(trained=result.trained))
 
@@ -160,10 +164,10 @@ class TrainerService(pb_grpc.TrainerServicer):
         given = job.adapters.get(ROLE_INITIAL)
         if given is None or given.format != "peft":
             raise InputError("send the adapter as `file` chunks of role INITIAL in format peft")
-        adapter = lora_io.from_peft_files(given.files)
+        adapter = peft_files.read(given.files)
         ref = model_ref(job.spec.base_model)
-        base = lora_io.read_base(resolve_gguf(ref))
-        lora_io.check_fits(adapter, base)
+        base = read_base(resolve_gguf(ref))
+        check_fits(adapter, base)
         log.info("converted a PEFT adapter (rank %d, %d modules) for %s", adapter.rank, len(adapter.pairs), ref.name)
         yield from adapter_responses(adapter, base, job.spec)
         yield pb.TrainResponse(finished=pb.Finished(trained=False))
@@ -182,12 +186,12 @@ class TrainerService(pb_grpc.TrainerServicer):
         for row in job.rows:
             row.scored[:] = True
         scorer = Trainer(loaded, job, from_hints(job.spec.resources), cancelled)  # validates the rows
-        model = attach_lora(loaded, job) if ROLE_PREVIOUS in job.adapters else None
+        model = attach_for_job(loaded, job) if ROLE_PREVIOUS in job.adapters else None
         try:
             results = scorer.logprobs(model if model is not None else loaded.model, list(range(len(job.rows))))
         finally:
             if model is not None:
-                lora_io.detach(model)
+                detach(model)
         batch: list[Any] = []
         for i in range(len(job.rows)):
             batch.append(pb.RowLogprobs(logprobs=results[i].tolist()))

@@ -15,10 +15,13 @@ from peft import PeftModel
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
 
-from srl_trainer import lora_io
 from srl_trainer.architectures import SUPPORTED, permute_rows, unpermute_rows
 from srl_trainer.base_models import GgufFacts, LoadedModel
 from srl_trainer.errors import InputError
+from srl_trainer import proto
+from srl_trainer.job_input import ROLE_PREVIOUS, AdapterInput, JobInput
+from srl_trainer.lora import attach, gguf_files, peft_files
+from srl_trainer.lora.adapter import Adapter
 
 
 def tiny(kind: str) -> LoadedModel:
@@ -31,12 +34,12 @@ def tiny(kind: str) -> LoadedModel:
     return LoadedModel(key=(), model=model, facts=facts, arch=SUPPORTED[kind], load_seconds=0.0)
 
 
-def trained_adapter(loaded: LoadedModel) -> tuple[PeftModel, lora_io.Adapter]:
-    peft_model = lora_io.attach(loaded, 4, 8.0, list(loaded.arch.default_targets), seed=1)
+def trained_adapter(loaded: LoadedModel) -> tuple[PeftModel, Adapter]:
+    peft_model = attach.attach(loaded, 4, 8.0, list(loaded.arch.default_targets), seed=1)
     with torch.no_grad():
-        for layer in lora_io.lora_layers(peft_model).values():
+        for layer in attach.lora_layers(peft_model).values():
             layer.lora_B["default"].weight.normal_()  # a fresh B is zero: make the adapter do something
-    return peft_model, lora_io.read_adapter(peft_model)
+    return peft_model, attach.read_adapter(peft_model)
 
 
 @pytest.mark.parametrize("kind", ["llama", "qwen2"])
@@ -46,10 +49,10 @@ def test_peft_files_load_into_peft_and_compute_the_same(kind: str) -> None:
     ids = torch.randint(0, 64, (1, 12))
     with torch.no_grad():
         ours = model(ids).logits
-    files = lora_io.to_peft_files(adapter, "tiny")
-    config = json.loads(files[lora_io.PEFT_CONFIG])
+    files = peft_files.write(adapter, "tiny")
+    config = json.loads(files[peft_files.CONFIG])
     assert config["r"] == 4 and config["lora_alpha"] == 8.0 and set(config["target_modules"]) == set(loaded.arch.default_targets)
-    lora_io.detach(model)
+    attach.detach(model)
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in files.items():
             Path(tmp, name).write_bytes(data)
@@ -68,9 +71,9 @@ def test_gguf_round_trip_and_layout(kind: str) -> None:
     loaded = tiny(kind)
     model, adapter = trained_adapter(loaded)
     modules = sorted(adapter.pairs)
-    data = lora_io.to_gguf_file(adapter, loaded, "t")
-    back = lora_io.from_gguf_file(data, loaded, modules)
-    lora_io.detach(model)
+    data = gguf_files.write(adapter, loaded, "t")
+    back = gguf_files.read(data, loaded, modules)
+    attach.detach(model)
     assert back.rank == 4 and back.alpha == 8.0 and set(back.pairs) == set(modules)
     for name in modules:
         np.testing.assert_array_equal(back.pairs[name][0], adapter.pairs[name][0])
@@ -100,15 +103,39 @@ def test_permutation_is_the_inverse_of_transformers_gguf_loader() -> None:
 def test_bad_adapters_are_input_errors() -> None:
     loaded = tiny("llama")
     with pytest.raises(InputError):
-        lora_io.from_peft_files({lora_io.PEFT_CONFIG: b"{}"})
+        peft_files.read({peft_files.CONFIG: b"{}"})
     with pytest.raises(InputError):
-        lora_io.from_peft_files({lora_io.PEFT_CONFIG: b"not json", lora_io.PEFT_WEIGHTS: b"x"})
+        peft_files.read({peft_files.CONFIG: b"not json", peft_files.WEIGHTS: b"x"})
     with pytest.raises(InputError):
-        lora_io.from_gguf_file(b"GGUF nonsense", loaded, [])
+        gguf_files.read(b"GGUF nonsense", loaded, [])
     model, adapter = trained_adapter(loaded)
     try:
         adapter.pairs.pop("model.layers.0.self_attn.q_proj")
         with pytest.raises(InputError):
-            lora_io.load_into(model, adapter)
+            attach.load_into(model, adapter)
     finally:
-        lora_io.detach(model)
+        attach.detach(model)
+
+
+def test_a_jobs_lora_takes_the_previous_adapters_shape_else_the_contracts_defaults() -> None:
+    pb, _ = proto.load()
+    loaded = tiny("llama")
+    fresh = attach.attach_for_job(loaded, JobInput(spec=pb.JobSpec()))
+    try:
+        adapter = attach.read_adapter(fresh)
+        assert (adapter.rank, adapter.alpha, adapter.targets) == (8, 16.0, set(loaded.arch.default_targets))  # spec §5.1
+    finally:
+        attach.detach(fresh)
+    model, previous = trained_adapter(loaded)
+    attach.detach(model)
+    given = {ROLE_PREVIOUS: AdapterInput(format="peft", files=peft_files.write(previous, "tiny"))}
+    continued = attach.attach_for_job(loaded, JobInput(spec=pb.JobSpec(lora=pb.LoraConfig(alpha=8.0)), adapters=given))
+    try:
+        adapter = attach.read_adapter(continued)
+        assert (adapter.rank, adapter.alpha) == (4, 8.0)
+        for name, (a, b) in previous.pairs.items():
+            np.testing.assert_array_equal(adapter.pairs[name][1], b)
+    finally:
+        attach.detach(continued)
+    with pytest.raises(InputError, match="cannot change them"):
+        attach.attach_for_job(loaded, JobInput(spec=pb.JobSpec(lora=pb.LoraConfig(rank=8)), adapters=given))

@@ -17,11 +17,12 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from srl_trainer import lora_io, proto
+from srl_trainer import proto
 from srl_trainer.architectures import gguf_tensor_namer
 from srl_trainer.base_models import LoadedModel, inspect_gguf
 from srl_trainer.errors import InputError
 from srl_trainer.gguf_meta import read_meta
+from srl_trainer.lora import attach, fit, gguf_files, peft_files
 from srl_trainer.server import TrainerService
 
 from .test_adapters import tiny, trained_adapter
@@ -60,31 +61,31 @@ def trainer_output(kind: str) -> tuple[LoadedModel, dict[str, bytes], bytes]:
     """An adapter as a training job returns it: its PEFT files and its GGUF."""
     loaded = tiny(kind)
     model, adapter = trained_adapter(loaded)
-    lora_io.detach(model)
-    return loaded, lora_io.to_peft_files(adapter, "tiny"), lora_io.to_gguf_file(adapter, loaded, "tiny-lora")
+    attach.detach(model)
+    return loaded, peft_files.write(adapter, "tiny"), gguf_files.write(adapter, loaded, "tiny-lora")
 
 
 def with_tensor(peft: dict[str, bytes], key: str, value: torch.Tensor) -> dict[str, bytes]:
-    tensors = dict(load_safetensors(peft[lora_io.PEFT_WEIGHTS]))
+    tensors = dict(load_safetensors(peft[peft_files.WEIGHTS]))
     tensors[key] = value
-    return {**peft, lora_io.PEFT_WEIGHTS: save_safetensors(tensors)}
+    return {**peft, peft_files.WEIGHTS: save_safetensors(tensors)}
 
 
 @pytest.mark.parametrize("kind", ["llama", "qwen2"])
 def test_the_trainers_peft_files_convert_to_the_trainers_gguf(kind: str, tmp_path: Path) -> None:
     loaded, peft, written = trainer_output(kind)
     write_base_gguf(loaded, tmp_path / "base.gguf")
-    base = lora_io.read_base(str(tmp_path / "base.gguf"))
+    base = fit.read_base(str(tmp_path / "base.gguf"))
     assert (base.facts.architecture, base.facts.n_head, base.facts.n_head_kv, base.facts.n_blocks) == (kind, 4, 2, 2)
-    adapter = lora_io.from_peft_files(peft)
-    lora_io.check_fits(adapter, base)
-    converted = lora_io.to_gguf_file(adapter, base, "tiny-lora")
+    adapter = peft_files.read(peft)
+    fit.check_fits(adapter, base)
+    converted = gguf_files.write(adapter, base, "tiny-lora")
     ours, theirs = gguf_tensors(converted), gguf_tensors(written)
     assert sorted(ours) == sorted(theirs) and len(ours) == 2 * 7 * 2
     for name in theirs:
         np.testing.assert_array_equal(ours[name], theirs[name])  # q/k permuted alike for llama
     assert converted == written
-    assert lora_io.to_peft_files(adapter, "tiny") == peft
+    assert peft_files.write(adapter, "tiny") == peft
 
 
 def test_header_reader_agrees_with_gguf_py(tmp_path: Path) -> None:
@@ -101,7 +102,7 @@ def test_header_reader_agrees_with_gguf_py(tmp_path: Path) -> None:
 def test_adapters_that_do_not_fit_are_input_errors(tmp_path: Path) -> None:
     loaded, peft, _ = trainer_output("llama")
     write_base_gguf(loaded, tmp_path / "base.gguf")
-    base = lora_io.read_base(str(tmp_path / "base.gguf"))
+    base = fit.read_base(str(tmp_path / "base.gguf"))
     prefix = "base_model.model.model.layers"
     layer_5 = with_tensor(peft, f"{prefix}.5.mlp.up_proj.lora_A.weight", torch.zeros(4, 32))  # the base has 2 blocks
     cases = {
@@ -114,13 +115,13 @@ def test_adapters_that_do_not_fit_are_input_errors(tmp_path: Path) -> None:
     }
     for message, files in cases.items():
         with pytest.raises(InputError, match=message):
-            lora_io.check_fits(lora_io.from_peft_files(files), base)
+            fit.check_fits(peft_files.read(files), base)
     for config, message in ((b'{"r": 4, "lora_alpha": 8, "use_dora": true}', "DoRA"), (b'{"r": 4}', "numeric r and lora_alpha"), (b'{"peft_type": "IA3", "r": 4}', "not LORA")):
         with pytest.raises(InputError, match=message):
-            lora_io.from_peft_files({**peft, lora_io.PEFT_CONFIG: config})
+            peft_files.read({**peft, peft_files.CONFIG: config})
     # Half precision (bf16 as many adapters are saved) reads as float32.
-    half = {k: v.to(torch.bfloat16) for k, v in load_safetensors(peft[lora_io.PEFT_WEIGHTS]).items()}
-    adapter = lora_io.from_peft_files({**peft, lora_io.PEFT_WEIGHTS: save_safetensors(half)})
+    half = {k: v.to(torch.bfloat16) for k, v in load_safetensors(peft[peft_files.WEIGHTS]).items()}
+    adapter = peft_files.read({**peft, peft_files.WEIGHTS: save_safetensors(half)})
     assert all(a.dtype == np.float32 and b.dtype == np.float32 for a, b in adapter.pairs.values())
 
 
@@ -167,9 +168,9 @@ def test_convert_through_the_server_while_a_job_holds_the_lock(server: tuple[Any
         assert r.file.role == pb.ADAPTER_ROLE_OUTPUT
         files[(r.file.format, r.file.filename)] = files.get((r.file.format, r.file.filename), b"") + r.file.data
     assert responses[-1].WhichOneof("message") == "finished" and not responses[-1].finished.trained
-    assert set(files) == {("gguf", lora_io.GGUF_FILE), ("peft", lora_io.PEFT_CONFIG), ("peft", lora_io.PEFT_WEIGHTS)}
-    assert files[("gguf", lora_io.GGUF_FILE)] == written
-    assert files[("peft", lora_io.PEFT_WEIGHTS)] == peft[lora_io.PEFT_WEIGHTS]
+    assert set(files) == {("gguf", gguf_files.FILENAME), ("peft", peft_files.CONFIG), ("peft", peft_files.WEIGHTS)}
+    assert files[("gguf", gguf_files.FILENAME)] == written
+    assert files[("peft", peft_files.WEIGHTS)] == peft[peft_files.WEIGHTS]
     only_gguf = list(stub.ConvertAdapter(iter(convert_requests(tmp_path / "base.gguf", peft, ("gguf",))), timeout=30))
     assert {r.file.format for r in only_gguf[:-1]} == {"gguf"}
 
@@ -182,7 +183,7 @@ def test_bad_adapters_are_invalid_argument_through_the_server(server: tuple[Any,
     error = refused(stub, convert_requests(tmp_path / "base.gguf", mismatched))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "k_proj: the adapter maps 32 -> 32 features, the base model's blk.1.attn_k.weight 32 -> 16" in error.details()
-    error = refused(stub, convert_requests(tmp_path / "base.gguf", {lora_io.PEFT_CONFIG: peft[lora_io.PEFT_CONFIG]}))
+    error = refused(stub, convert_requests(tmp_path / "base.gguf", {peft_files.CONFIG: peft[peft_files.CONFIG]}))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "missing adapter_model.safetensors" in error.details()
     previous = [r if r.WhichOneof("message") != "file" else pb.TrainRequest(file=pb.FileChunk(role=pb.ADAPTER_ROLE_PREVIOUS, format="peft", filename=r.file.filename, data=r.file.data)) for r in convert_requests(tmp_path / "base.gguf", peft)]
     assert "INITIAL" in refused(stub, previous).details()

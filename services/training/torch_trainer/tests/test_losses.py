@@ -15,12 +15,25 @@ from typing import Callable, Optional, Sequence
 import pytest
 import torch
 
+from srl_trainer import proto
+from srl_trainer.job import rl_config
 from srl_trainer.losses import Reduction, RlLossConfig, RlLossResult, rl_loss, sft_loss
 
 Grid = Sequence[Sequence[Optional[float]]]
 
-CISPO = RlLossConfig()  # resolveRlConfig({}): cispo, ε = 1.0, ε_high = 4.0
-PPO = RlLossConfig(loss_fn="ppo", epsilon=0.2, epsilon_high=0.2)  # resolveRlConfig({loss_fn: "ppo"})
+pb, _ = proto.load()
+# What the worker sends for resolveRlConfig({}) and ({loss_fn: "ppo"}): the clip range it resolves
+# (it depends on loss_fn), every other setting left to the contract's defaults.
+CISPO = rl_config(pb.RlLoss(epsilon=1.0, epsilon_high=4.0))
+PPO = rl_config(pb.RlLoss(loss_fn="ppo", epsilon=0.2, epsilon_high=0.2))
+
+
+def test_unset_loss_settings_take_the_contracts_defaults() -> None:
+    off = dict(max_negative_advantage_importance_sampling_weight=0.0, mask_prob_ratio=False, kimi_k2_tau=0.0, truncated_importance_sampling=0.0, kl_penalty_coef=0.0)
+    assert CISPO == RlLossConfig(loss_fn="cispo", epsilon=1.0, epsilon_high=4.0, importance_sampling_level="token", kl_penalty_source="current_learner", **off)
+    assert rl_config(pb.RlLoss(loss_fn="ppo", importance_sampling_level="sequence", kl_penalty_source="sample", kimi_k2_tau=0.5)) == RlLossConfig(
+        loss_fn="ppo", epsilon=0.0, epsilon_high=0.0, importance_sampling_level="sequence", kl_penalty_source="sample", **{**off, "kimi_k2_tau": 0.5}
+    )
 
 
 @dataclass(frozen=True)
