@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh >&2
-exec node --import tsx services/gateway/main.ts
+exec node --import tsx services/app/main.ts

@@ -18,7 +18,7 @@ import { startBenchService } from "./bench-service.js";
 import { llamaServerBinaries, startLlamaServer, type LlamaServer } from "./llama-server.js";
 import { interleavedRuns, streamLevels, type Figures } from "./interleaved.js";
 import type { LlamaBinary } from "../../services/inference/engine/llama/binary.js";
-import { readBinariesReport } from "../../services/inference/engine/llama/build-check/report.js";
+import { readBinariesReport } from "../../services/inference/engine/llama-binaries.js";
 import { figuresCell, levelFigures, type LevelFigures } from "./stats.js";
 import { streamChat } from "./stream-client.js";
 

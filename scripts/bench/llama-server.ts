@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { installedLlamaServer } from "../../services/inference/engine/llama/build-check/report.js";
+import { installedLlamaServer } from "../../services/inference/engine/llama-binaries.js";
 
 /** The directory of the llama-server the install built and checked (the bench commands run the install first). */
 export async function llamaServerBinaries(): Promise<string> {

@@ -18,7 +18,7 @@ import { createLogger } from "../../services/core/logger.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "../../services/training/trainer/engine/local-trainer.js";
 import { TrainerPool } from "../../services/training/trainer/engine/trainer-pool.js";
 import type { PreparedRow, TrainerJob } from "../../services/training/trainer/engine/trainer-job.js";
-import { Prng } from "../../services/weights/prng.js";
+import { Prng } from "../../services/core/prng.js";
 
 const MODEL = resolve(process.env.BENCH_MODEL ?? ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf");
 const ROWS = Number(process.env.BENCH_ROWS ?? 8);

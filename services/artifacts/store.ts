@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import { badRequest, conflict, notFound } from "../core/errors.js";
-import type { Blobs } from "../store/blobs.js";
+import type { Blobs } from "../store/index.js";
 
 export interface ArtifactRecord {
   _id: string;

@@ -10,8 +10,7 @@ import { EventEmitter } from "node:events";
 import type { Collection, Db } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ApiError, badRequest, notFound } from "../core/errors.js";
-import { BucketedLog } from "../store/bucketed-log.js";
-import type { Page } from "../store/pagination.js";
+import { BucketedLog, type Page } from "../store/index.js";
 
 export const EVENT_TYPES = ["training_started", "gradient_step", "training_ended", "training_failed"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

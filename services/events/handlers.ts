@@ -1,21 +1,25 @@
 // Events service: list a job's events (cursor-paginated, oldest first) and watch them live.
 import { Events } from "../../gen/srl/v1/events_pb.js";
-import { principalOf } from "../gateway/auth/authenticate.js";
-import { defineHandlers } from "../gateway/pipeline.js";
-import { listEnvelope } from "../store/pagination.js";
-import type { TrainingJobs } from "../training/jobs.js";
+import { defineHandlers, principalOf } from "../core/rpc/index.js";
+import { listEnvelope } from "../store/index.js";
 import type { EventLog } from "./event-log.js";
 
-export function eventsHandlers(deps: { events: EventLog; jobs: TrainingJobs }) {
+/**
+ * The id of a training job of `entity`, or a not-found error (also for another entity's job). Jobs
+ * are stored above the event log (services/jobs), so the composition root hands this check in.
+ */
+export type OwnedJobId = (entity: string, trainingJobId: string) => Promise<string>;
+
+export function eventsHandlers(deps: { events: EventLog; ownedJobId: OwnedJobId }) {
   return defineHandlers(Events, {
     async listTrainingJobEvents(request, context) {
-      const job = await deps.jobs.getOwned(principalOf(context).entity, request.trainingJobId);
-      return listEnvelope(await deps.events.list(job._id, { after: request.after, limit: request.limit ?? 20 }));
+      const jobId = await deps.ownedJobId(principalOf(context).entity, request.trainingJobId);
+      return listEnvelope(await deps.events.list(jobId, { after: request.after, limit: request.limit ?? 20 }));
     },
 
     async *watchTrainingJobEvents(request, context) {
-      const job = await deps.jobs.getOwned(principalOf(context).entity, request.trainingJobId);
-      yield* deps.events.watch(job._id, request.after, context.signal);
+      const jobId = await deps.ownedJobId(principalOf(context).entity, request.trainingJobId);
+      yield* deps.events.watch(jobId, request.after, context.signal);
     },
   });
 }

@@ -5,7 +5,7 @@ import { stat } from "node:fs/promises";
 import { extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { decodeSegment, requestTarget } from "./request-target.js";
+import { decodeSegment, requestTarget } from "./rest/request-target.js";
 
 type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type Request = Parameters<NodeHandler>[0];

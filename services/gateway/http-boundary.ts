@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Logger } from "../core/logger.js";
-import { MAX_TARGET_LENGTH, requestTarget } from "./request-target.js";
+import { MAX_TARGET_LENGTH, requestTarget } from "./rest/request-target.js";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;

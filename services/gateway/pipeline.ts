@@ -2,12 +2,13 @@
 // public), validate the request against the field rules, run the handler, map errors. Connect, gRPC
 // and gRPC-Web reach it through the connect router; REST through the transcoder, which calls the
 // same endpoints.
-import { getOption, hasOption, toJson, type DescField, type DescMessage, type DescMethod, type DescService, type JsonObject, type Message, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
-import { createContextKey, type ConnectRouter, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescService, type Message, type MessageInitShape } from "@bufbuild/protobuf";
+import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { toConnectError, unimplemented, validationError } from "../core/errors.js";
 import type { ApiKeys } from "./auth/api-keys.js";
-import { authenticate, principalKey } from "./auth/authenticate.js";
+import { principalKey, restValidatedKey, type ServiceHandlers } from "../core/rpc/index.js";
+import { authenticate } from "./auth/authenticate.js";
 import { restRule } from "./validation/rules.js";
 import { validateMessage } from "./validation/validate-message.js";
 import type { Loc } from "./validation/checks.js";
@@ -16,12 +17,6 @@ type Init = MessageInitShape<DescMessage>;
 type UnaryFn = (request: Message, context: HandlerContext) => Promise<Init> | Init;
 type StreamFn = (request: Message, context: HandlerContext) => AsyncIterable<Init>;
 
-/** A service's handlers as its module exports them. */
-export interface ServiceHandlers<S extends DescService = DescService> {
-  service: S;
-  impl: Partial<ServiceImpl<S>>;
-}
-
 export interface Endpoint {
   service: DescService;
   method: DescMethod;
@@ -29,24 +24,27 @@ export interface Endpoint {
   stream?: StreamFn;
 }
 
-/** The REST request body as the client sent it (plain JSON), for handlers that store input verbatim. */
-export const rawBodyKey = createContextKey<JsonObject | undefined>(undefined, { description: "REST request body" });
-
-/** The request as sent: the REST body itself, or the protobuf message in REST's JSON names. */
-export function sentJson<Desc extends DescMessage>(context: HandlerContext, desc: Desc, message: MessageShape<Desc>): JsonObject {
-  return context.values.get(rawBodyKey) ?? (toJson(desc, message, { useProtoFieldName: true }) as JsonObject);
-}
-
-/** Set by the REST transcoder, which has already validated the JSON with pydantic's type errors. */
-export const restValidatedKey = createContextKey(false, { description: "request validated by the REST decoder" });
-
-export function defineHandlers<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>): ServiceHandlers {
-  return { service, impl } as unknown as ServiceHandlers;
+/**
+ * One implementation per service from handler sets that may each implement part of it (the
+ * contract puts the artifact upload on Training and health on Models; their code lives with the
+ * folders that own them). A method implemented twice is a wiring error.
+ */
+export function mergeHandlers(handlers: ServiceHandlers[]): ServiceHandlers[] {
+  const merged = new Map<DescService, Record<string, unknown>>();
+  for (const { service, impl } of handlers) {
+    const into = merged.get(service) ?? {};
+    for (const [method, fn] of Object.entries(impl)) {
+      if (method in into) throw new Error(`${service.typeName}.${method} is implemented by two handler sets`);
+      into[method] = fn;
+    }
+    merged.set(service, into);
+  }
+  return [...merged].map(([service, impl]) => ({ service, impl }) as ServiceHandlers);
 }
 
 export function buildEndpoints(handlers: ServiceHandlers[], keys: ApiKeys): Endpoint[] {
   const endpoints: Endpoint[] = [];
-  for (const { service, impl } of handlers) {
+  for (const { service, impl } of mergeHandlers(handlers)) {
     const fns = impl as unknown as Record<string, UnaryFn | StreamFn | undefined>;
     for (const method of service.methods) {
       const prepare = preparer(method, keys);

@@ -8,13 +8,13 @@
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { badRequest, toConnectError } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
-import type { WandbApi } from "../wandb/api.js";
+import type { WandbApi } from "../wandb/index.js";
 import type { ApiKeys } from "./auth/api-keys.js";
 import { authenticate } from "./auth/authenticate.js";
 import { writeJson } from "./http-boundary.js";
 import { httpStatusOf } from "./rest/error-response.js";
 import { BodyTooLarge, readBody } from "./rest/read-body.js";
-import { decodeSegment, requestTarget } from "./request-target.js";
+import { decodeSegment, requestTarget } from "./rest/request-target.js";
 
 type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type Request = Parameters<NodeHandler>[0];

@@ -5,7 +5,7 @@
 // optionally followed by `;train=WEIGHTS`: Hugging Face safetensors of the same model (a directory
 // or `hf:<repo>`) that the trainer trains on instead of the dequantized GGUF (GPU deployments).
 import { basename } from "node:path";
-import { BUILT_IN_MODELS } from "../weights/tiny-model.js";
+import { BUILT_IN_MODELS } from "../weights/index.js";
 
 export interface BaseModelEntry {
   name: string;

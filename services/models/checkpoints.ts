@@ -6,9 +6,7 @@
 import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import { conflict } from "../core/errors.js";
-import type { Blobs } from "../store/blobs.js";
-import { isDuplicateKey, upsertTolerant } from "../store/mongo.js";
-import { paginate, type Page } from "../store/pagination.js";
+import { type Blobs, isDuplicateKey, type Page, paginate, upsertTolerant } from "../store/index.js";
 import { fieldKey } from "./runs.js";
 
 export interface CheckpointRecord {

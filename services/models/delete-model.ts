@@ -2,10 +2,10 @@
 // see their terminal `training_failed`), then events, jobs, logged trajectories, checkpoints,
 // every GridFS blob tagged with the model, artifacts linked to it and the tracking run; the model
 // row goes last, so an interrupted delete can simply be repeated.
-import type { Artifacts } from "../artifacts/store.js";
-import type { EventLog } from "../events/event-log.js";
-import type { Blobs } from "../store/blobs.js";
-import type { TrainingJobs } from "../training/jobs.js";
+import type { Artifacts } from "../artifacts/index.js";
+import type { EventLog } from "../events/index.js";
+import type { Blobs } from "../store/index.js";
+import type { TrainingJobs } from "../jobs/index.js";
 import type { Checkpoints } from "./checkpoints.js";
 import type { ModelRecord, ModelRegistry } from "./registry.js";
 import type { Runs } from "./runs.js";

@@ -1,6 +1,7 @@
 // Models service: the model registry, checkpoints, trajectory logs, tracking runs, plus the
-// deployment's base-model catalog and health checks.
-import { create, type JsonObject } from "@bufbuild/protobuf";
+// deployment's base-model catalog. (Its health, system check and current-entity RPCs are the
+// system folder's: services/system/handlers.ts.)
+import type { JsonObject } from "@bufbuild/protobuf";
 import {
   LogTrajectoriesRequestSchema,
   Models,
@@ -10,15 +11,11 @@ import {
   type StoredTrajectoryGroup,
   type TrajectoryBatch,
 } from "../../gen/srl/v1/models_pb.js";
-import { SystemCheckResponseSchema, type CheckResult } from "../../gen/srl/v1/system_pb.js";
-import { ApiError, badRequest, unavailable } from "../core/errors.js";
-import type { DatabaseHealth } from "../store/health.js";
-import type { Database } from "../store/mongo.js";
-import { listEnvelope } from "../store/pagination.js";
-import { principalOf } from "../gateway/auth/authenticate.js";
-import { defineHandlers, sentJson } from "../gateway/pipeline.js";
-import type { TrainingJobs } from "../training/jobs.js";
-import type { Trainability } from "../training/trainability.js";
+import { ApiError, badRequest } from "../core/errors.js";
+import { listEnvelope } from "../store/index.js";
+import { defineHandlers, principalOf, sentJson } from "../core/rpc/index.js";
+import type { TrainingJobs } from "../jobs/index.js";
+import type { Trainability } from "./trainability.js";
 import type { BaseModelCatalog } from "./catalog.js";
 import type { CheckpointRecord, Checkpoints } from "./checkpoints.js";
 import type { ModelRecord, ModelRegistry } from "./registry.js";
@@ -29,7 +26,6 @@ import { TrajectoryBatches, type StoredGroupView, type TrajectoryBatchView } fro
 import type { ModelDeletion } from "./delete-model.js";
 
 export interface ModelsDeps {
-  database: Database;
   catalog: BaseModelCatalog;
   registry: ModelRegistry;
   checkpoints: Checkpoints;
@@ -38,8 +34,6 @@ export interface ModelsDeps {
   deletion: ModelDeletion;
   jobs: TrainingJobs;
   trainability: Trainability;
-  /** The database's state as last seen (no round trip): /v1/health reports it. */
-  databaseHealth: () => DatabaseHealth;
 }
 
 export function modelsHandlers(deps: ModelsDeps) {
@@ -162,38 +156,6 @@ export function modelsHandlers(deps: ModelsDeps) {
         ),
       };
     },
-
-    health: () => {
-      const database = deps.databaseHealth();
-      return {
-        status: database.status === "ok" ? "ok" : "degraded",
-        database: { ...database, since: database.since.toISOString() },
-      };
-    },
-
-    getCurrentEntity: (_request, context) => {
-      const principal = principalOf(context);
-      return { entity: principal.entity, keyPrefix: principal.keyPrefix };
-    },
-
-    systemCheck: async () => {
-      const database = await timed(async () => {
-        await deps.database.ping();
-        return {};
-      });
-      const cpuQueue = database.success ? await timed(() => deps.jobs.depth()) : skipped("database unavailable");
-      const report = create(SystemCheckResponseSchema, {
-        api: true,
-        database,
-        cpuQueue,
-        // No GPU engine on this deployment: nothing is queued there, and nothing can fail.
-        gpuQueue: { success: true, duration: 0, errors: [], queued: 0, running: 0 },
-      });
-      if (!database.success || !cpuQueue.success) {
-        throw unavailable("system check failed", { schema: SystemCheckResponseSchema, message: report });
-      }
-      return report;
-    },
   });
 }
 
@@ -233,24 +195,4 @@ function checkpointMessage(checkpoint: CheckpointRecord): Omit<Checkpoint, "$typ
 
 function runMetricMessage(metric: RunMetricRecord): Omit<RunMetric, "$typeName"> {
   return { id: metric.id, step: metric.step, split: metric.split, name: metric.name, value: metric.value, time: metric.time.toISOString() };
-}
-
-type CheckInit = Pick<CheckResult, "success" | "duration" | "errors"> & Partial<Pick<CheckResult, "queued" | "running">>;
-
-async function timed(check: () => Promise<{ queued?: number; running?: number }>): Promise<CheckInit> {
-  const started = performance.now();
-  try {
-    const extra = await check();
-    return { success: true, duration: seconds(started), errors: [], ...extra };
-  } catch (error) {
-    return { success: false, duration: seconds(started), errors: [error instanceof Error ? error.message : String(error)] };
-  }
-}
-
-function skipped(reason: string): CheckInit {
-  return { success: false, duration: 0, errors: [reason] };
-}
-
-function seconds(started: number): number {
-  return Math.round(performance.now() - started) / 1000;
 }

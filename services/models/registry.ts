@@ -6,7 +6,7 @@ import { ApiError, badRequest, conflict, notFound } from "../core/errors.js";
 import type { BaseModelCatalog } from "./catalog.js";
 import type { Checkpoints } from "./checkpoints.js";
 import { Runs } from "./runs.js";
-import { paginate, type Page } from "../store/pagination.js";
+import { paginate, type Page } from "../store/index.js";
 
 export interface ModelRecord {
   _id: string;

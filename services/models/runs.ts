@@ -3,8 +3,7 @@
 import { randomBytes } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { badRequest, notFound } from "../core/errors.js";
-import { BucketedLog } from "../store/bucketed-log.js";
-import type { Page } from "../store/pagination.js";
+import { BucketedLog, type Page } from "../store/index.js";
 
 export interface RunRecord {
   _id: string;

@@ -4,8 +4,8 @@
 // done here over small records (no group is read to list batches).
 import type { JsonObject } from "@bufbuild/protobuf";
 import { badRequest, notFound } from "../core/errors.js";
-import type { Page } from "../store/pagination.js";
-import type { TrainingJobRecord, TrainingJobs } from "../training/jobs.js";
+import type { Page } from "../store/index.js";
+import type { TrainingJobRecord, TrainingJobs } from "../jobs/index.js";
 import type { Checkpoints } from "./checkpoints.js";
 import type { SizedGroup, TrajectoryLog } from "./trajectory-log.js";
 

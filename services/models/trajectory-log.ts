@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db, ObjectId } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Blobs } from "../store/blobs.js";
+import type { Blobs } from "../store/index.js";
 
 export interface LoggedGroupRecord {
   _id: string;

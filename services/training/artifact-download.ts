@@ -4,10 +4,8 @@
 // model-name rules; only the caller's entity's resolve, anything else is absent (404).
 import { pack } from "tar-stream";
 import { badRequest, notFound } from "../core/errors.js";
-import type { Artifacts } from "../artifacts/store.js";
-import { parseModelName } from "../inference/model-names.js";
-import { GGUF_ADAPTER_FILE, type CheckpointRecord, type Checkpoints } from "../models/checkpoints.js";
-import type { ModelRegistry } from "../models/registry.js";
+import type { Artifacts } from "../artifacts/index.js";
+import { type CheckpointRecord, type Checkpoints, GGUF_ADAPTER_FILE, type ModelRegistry, parseModelName } from "../models/index.js";
 import { parseArtifactUrl } from "./artifact-url.js";
 
 export interface DownloadSource {

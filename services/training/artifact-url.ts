@@ -3,7 +3,7 @@
 // operator allows. Resolution checks the data exists, so a job is never queued on data that
 // cannot be read.
 import { badRequest } from "../core/errors.js";
-import type { ArtifactRecord, Artifacts } from "../artifacts/store.js";
+import type { ArtifactRecord, Artifacts } from "../artifacts/index.js";
 
 export interface ArtifactRef {
   entity: string;

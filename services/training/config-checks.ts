@@ -1,9 +1,12 @@
 // Combinations and ranges of training configs that field rules cannot express; each failure names
-// the field (400).
+// the field (400). The RL combinations are checked by the functions the job runner uses too
+// (trainer/rl/config.ts), so the API and the runner cannot disagree.
 import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import type { ExperimentalTrainingConfig, SftTrainingConfig } from "../../gen/srl/v1/training_pb.js";
 import { badRequest } from "../core/errors.js";
+import { TrainingInputError } from "./trainer/api.js";
+import { checkKlReference, resolveLossFn } from "./trainer/rl/config.js";
 
 export function checkRlConfig(config: ExperimentalTrainingConfig | undefined): void {
   if (!config) return;
@@ -15,11 +18,11 @@ export function checkRlConfig(config: ExperimentalTrainingConfig | undefined): v
   ] as const) {
     if (value !== undefined && !(value >= 0)) throw badRequest(`experimental_config.${field} must be >= 0, got ${value}`);
   }
-  if (config.klPenaltyReferenceStep !== undefined && config.klPenaltyStepLag !== undefined) {
-    throw badRequest("experimental_config: kl_penalty_reference_step and kl_penalty_step_lag exclude each other");
-  }
-  if (config.ppo !== undefined && config.lossFn !== undefined && config.ppo !== (config.lossFn === "ppo")) {
-    throw badRequest(`experimental_config: ppo=${config.ppo} contradicts loss_fn="${config.lossFn}"`);
+  try {
+    checkKlReference(config.klPenaltyReferenceStep, config.klPenaltyStepLag);
+    resolveLossFn(config.ppo, config.lossFn);
+  } catch (error) {
+    throw error instanceof TrainingInputError ? badRequest(error.message) : error;
   }
 }
 

@@ -2,21 +2,17 @@
 // cancelled here; their progress is in the Events service.
 import type { JsonObject } from "@bufbuild/protobuf";
 import { CreateSftTrainingJobRequestSchema, CreateTrainingJobRequestSchema, Training, type TrainingJob } from "../../gen/srl/v1/training_pb.js";
-import { ApiError, badRequest } from "../core/errors.js";
-import { principalOf } from "../gateway/auth/authenticate.js";
-import { defineHandlers, sentJson } from "../gateway/pipeline.js";
-import type { EventLog } from "../events/event-log.js";
-import type { ModelRegistry } from "../models/registry.js";
-import { listEnvelope } from "../store/pagination.js";
-import { artifactUrl, type ArtifactRecord, type Artifacts } from "../artifacts/store.js";
+import { badRequest } from "../core/errors.js";
+import { defineHandlers, principalOf, sentJson } from "../core/rpc/index.js";
+import type { EventLog } from "../events/index.js";
+import type { Checkpoints, ModelRecord, ModelRegistry, Trainability } from "../models/index.js";
+import { listEnvelope } from "../store/index.js";
+import type { Artifacts } from "../artifacts/index.js";
 import { resolveTrainingData } from "./artifact-url.js";
-import type { TrainingJobRecord, TrainingJobs } from "./jobs.js";
+import type { TrainingJobRecord, TrainingJobs } from "../jobs/index.js";
 import { checkRlConfig, checkSftConfig } from "./config-checks.js";
 import { checkKlReferenceName } from "./kl-reference.js";
 import { openDownload } from "./artifact-download.js";
-import type { Checkpoints } from "../models/checkpoints.js";
-import type { ModelRecord } from "../models/registry.js";
-import type { Trainability } from "./trainability.js";
 
 export interface TrainingDeps {
   artifacts: Artifacts;
@@ -61,29 +57,6 @@ export function trainingHandlers(deps: TrainingDeps) {
       return { id: job._id };
     },
 
-    async createArtifact(request, context) {
-      const principal = principalOf(context);
-      const entity = request.entity ?? principal.entity;
-      if (entity !== principal.entity) {
-        throw new ApiError("permission_denied", `this API key belongs to entity "${principal.entity}" and cannot upload to "${entity}"`);
-      }
-      const single = request.content.byteLength > 0 ? [{ filename: request.filename ?? "train.jsonl", content: request.content }] : [];
-      if (single.length > 0 && request.files.length > 0) throw badRequest("give the artifact's files either as content or as files, not both");
-      const files = single.length > 0 ? single : request.files.map((file) => ({ filename: file.filename, content: file.content }));
-      if (files.length === 0) throw badRequest("no file given: send content (with filename) or files");
-      const empty = files.find((file) => file.content.byteLength === 0);
-      if (empty) throw badRequest(`the artifact file ${empty.filename} is empty`);
-      const record = await deps.artifacts.upload({
-        entity,
-        project: request.project,
-        name: request.name,
-        type: request.type ?? "dataset",
-        version: request.version ?? null,
-        files,
-      });
-      return artifactMessage(record);
-    },
-
     async *downloadArtifactFile(request, context) {
       const source = await openDownload(deps, principalOf(context).entity, request.url, request.filename ?? null, request.format ?? null);
       let first = true;
@@ -125,20 +98,6 @@ function jobMessage(job: TrainingJobRecord): Omit<TrainingJob, "$typeName"> {
     trainingEnd: job.ended_at?.toISOString(),
     errorMessage: job.error_message ?? undefined,
     step: job.step ?? undefined,
-  };
-}
-
-function artifactMessage(record: ArtifactRecord) {
-  return {
-    id: record._id,
-    entity: record.entity,
-    project: record.project,
-    name: record.name,
-    version: record.version,
-    type: record.type,
-    url: artifactUrl(record),
-    files: record.files.map((f) => ({ name: f.name, size: BigInt(f.size) })),
-    createdAt: record.created_at.toISOString(),
   };
 }
 

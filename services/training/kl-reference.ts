@@ -7,9 +7,7 @@
 // (its latest), never before step 0. Step 0 is the base model.
 import type { JsonObject } from "@bufbuild/protobuf";
 import { badRequest } from "../core/errors.js";
-import { parseModelName, type ModelName } from "../inference/model-names.js";
-import type { CheckpointRecord, Checkpoints } from "../models/checkpoints.js";
-import type { ModelRecord, ModelRegistry } from "../models/registry.js";
+import { type CheckpointRecord, type Checkpoints, type ModelName, type ModelRecord, type ModelRegistry, parseModelName } from "../models/index.js";
 import { TrainingInputError } from "./trainer/api.js";
 
 type CheckpointName = Extract<ModelName, { kind: "registered" }> & { step: number };

@@ -2,7 +2,7 @@
 // uploads) or the spec's `trajectories.jsonl` (+ `metadata.json`) with ART trajectories whose
 // Choices become assistant messages. Every line is checked; errors name the file and line.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { ArtifactRecord, Artifacts } from "../artifacts/store.js";
+import type { ArtifactRecord, Artifacts } from "../artifacts/index.js";
 import { TrainingInputError } from "./trainer/api.js";
 
 export async function readSftRows(artifacts: Artifacts, artifact: ArtifactRecord): Promise<JsonObject[]> {

@@ -6,7 +6,7 @@ import type { ArtifactUploads } from "./artifact-uploads.js";
 import { manifestJson } from "./artifact-objects.js";
 import type { ArtifactViews } from "./artifact-views.js";
 import { executeGraphql, type GraphqlAnswer } from "./graphql.js";
-import type { ResolverDeps } from "./resolvers.js";
+import type { ResolverDeps } from "./resolver-deps.js";
 import type { UrlSigner } from "./signed-urls.js";
 import type { WandbRuns } from "./wandb-runs.js";
 

@@ -2,7 +2,7 @@
 // and manifests. Download URLs are signed and short-lived, like the cloud storage URLs W&B hands
 // out; the manifest is written on the fly from the version's files.
 import { manifestDigest, type ArtifactView } from "./artifact-views.js";
-import type { ResolverDeps } from "./resolvers.js";
+import type { ResolverDeps } from "./resolver-deps.js";
 import { entityObject } from "./run-objects.js";
 
 const b64 = (text: string) => Buffer.from(text).toString("base64");

@@ -8,10 +8,10 @@
 // deduplication), so nothing is uploaded twice.
 import { createHash, randomUUID } from "node:crypto";
 import type { Collection, Db, ObjectId } from "mongodb";
-import type { ArtifactFile, Artifacts } from "../artifacts/store.js";
+import type { ArtifactFile, Artifacts } from "../artifacts/index.js";
 import { badRequest, conflict, notFound } from "../core/errors.js";
-import type { ModelRecord, ModelRegistry } from "../models/registry.js";
-import type { Blobs } from "../store/blobs.js";
+import type { ModelRecord, ModelRegistry } from "../models/index.js";
+import type { Blobs } from "../store/index.js";
 import { artifactGraphqlId, checkpointGraphqlId, decodeArtifactId, LORA_TYPE, type ArtifactView, type ArtifactViews } from "./artifact-views.js";
 
 export interface PendingArtifact {

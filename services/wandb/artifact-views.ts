@@ -3,9 +3,8 @@
 // artifacts of a collection named after the model (version = step; aliases `step{N}` and, on the
 // newest, `latest`; files: the PEFT adapter). Nothing of another entity is ever found.
 import { createHash } from "node:crypto";
-import type { ArtifactRecord, Artifacts } from "../artifacts/store.js";
-import type { CheckpointRecord, Checkpoints } from "../models/checkpoints.js";
-import type { ModelRecord, ModelRegistry } from "../models/registry.js";
+import type { ArtifactRecord, Artifacts } from "../artifacts/index.js";
+import type { CheckpointRecord, Checkpoints, ModelRecord, ModelRegistry } from "../models/index.js";
 
 export const LORA_TYPE = "lora";
 

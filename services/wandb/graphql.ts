@@ -4,7 +4,8 @@
 import { readFileSync } from "node:fs";
 import { buildSchema, execute, GraphQLError, Kind, parse, validate, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type SelectionSetNode } from "graphql";
 import { ApiError } from "../core/errors.js";
-import { rootValue, type ResolverDeps } from "./resolvers.js";
+import type { ResolverDeps } from "./resolver-deps.js";
+import { rootValue } from "./resolvers.js";
 
 export interface GraphqlAnswer {
   status: number;

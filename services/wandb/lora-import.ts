@@ -5,10 +5,8 @@
 // the one after the model's newest.
 import { stat } from "node:fs/promises";
 import { badRequest, conflict } from "../core/errors.js";
-import type { BaseModelCatalog } from "../models/catalog.js";
-import type { Checkpoints } from "../models/checkpoints.js";
-import type { ModelRecord } from "../models/registry.js";
-import { TrainingInputError, type AdapterFileSet, type BaseModelRef } from "../training/trainer/api.js";
+import type { BaseModelCatalog, Checkpoints, ModelRecord } from "../models/index.js";
+import { TrainingInputError, type AdapterFileSet, type BaseModelRef } from "../training/index.js";
 import type { ImportCheckpoint } from "./artifact-uploads.js";
 
 const PEFT_FILES = ["adapter_config.json", "adapter_model.safetensors"];

@@ -3,23 +3,10 @@
 // not-found errors), never visible. Objects below the root are built by run-objects.ts and
 // artifact-objects.ts.
 import { badRequest, notFound, unimplemented } from "../core/errors.js";
-import type { ArtifactUploads } from "./artifact-uploads.js";
-import { artifactGraphqlId, type ArtifactView, type ArtifactViews } from "./artifact-views.js";
+import { artifactGraphqlId, type ArtifactView } from "./artifact-views.js";
 import { artifactObject, artifactTypeObject, membershipObject, projectRef, sequenceObject } from "./artifact-objects.js";
 import { entityObject, parseObject, runIdOfStorageId, runObject } from "./run-objects.js";
-import type { UrlSigner } from "./signed-urls.js";
-import type { WandbRuns } from "./wandb-runs.js";
-
-export interface ResolverDeps {
-  entity: string;
-  baseUrl: string;
-  runs: WandbRuns;
-  views: ArtifactViews;
-  uploads: ArtifactUploads;
-  signer: UrlSigner;
-  transferTtlMs: number;
-  serverVersion: string;
-}
+import type { ResolverDeps } from "./resolver-deps.js";
 
 const DEFAULT_PROJECT = "uncategorized";
 const b64 = (text: string) => Buffer.from(text).toString("base64");

@@ -3,7 +3,7 @@
 // line counts and last history line that `wandb.init(resume=...)` reads to continue a run where
 // it stopped. Config and summary are stored as JSON text: their keys may hold '.' and '$'.
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKey } from "../store/mongo.js";
+import { isDuplicateKey } from "../store/index.js";
 
 export interface WandbRunRecord {
   /** The run's id (the same as the service's run). */

@@ -3,8 +3,7 @@
 // name (ART resumes `id=model.name`), so what the SDK logs lands in the history the console and
 // `/v1/preview/runs/{id}/metrics` show. Other ids make runs of their own (no model).
 import { badRequest, conflict } from "../core/errors.js";
-import type { ModelRegistry } from "../models/registry.js";
-import { Runs, type RunRecord } from "../models/runs.js";
+import { type ModelRegistry, type RunRecord, Runs } from "../models/index.js";
 import { historyMetrics, summaryNumbers } from "./history-rows.js";
 import type { RunAttributes, WandbRunRecord, WandbRunStates } from "./run-state.js";
 

@@ -18,8 +18,8 @@ import { GgufReader } from "./gguf/reader.js";
 import { getNumber, getString, gv } from "./gguf/values.js";
 import { writeGguf, type GgufTensorSource } from "./gguf/writer.js";
 import type { GgufMetadata } from "./gguf/types.js";
-import { LORA_TARGET_TENSORS, type LoraTarget } from "./llama-layout.js";
-import { normalTensor } from "./prng.js";
+import { LORA_TARGET_TENSORS, type LoraTarget } from "./architectures/llama-layout.js";
+import { normalTensor } from "../core/prng.js";
 
 export interface LoraPair {
   /** A: [rank x n_in], row-major. */

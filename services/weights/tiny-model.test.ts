@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHATML_TEMPLATE } from "./chat-template.js";
 import { GgufReader } from "./gguf/reader.js";
 import { getNumber, getString } from "./gguf/values.js";
-import { OUTPUT_LOGIT_STD } from "./llama-layout.js";
+import { OUTPUT_LOGIT_STD } from "./architectures/llama-layout.js";
 import { makeRandomLora, writeLoraAdapter } from "./lora.js";
 import { BUILT_IN_MODELS, ensureBuiltInModel, makeTinyModel, type TinyModelOptions } from "./tiny-model.js";
 

@@ -9,7 +9,7 @@ import { CHATML_TEMPLATE, CHATML_TOOLS_TEMPLATE } from "./chat-template.js";
 import { gv } from "./gguf/values.js";
 import { writeGguf, type GgufTensorSource } from "./gguf/writer.js";
 import { GGML_TYPES, type GgufMetadata, type SupportedTensorType } from "./gguf/types.js";
-import { normalTensor } from "./prng.js";
+import { normalTensor } from "../core/prng.js";
 import { buildTokenizer, DEFAULT_VOCAB_SIZE, tokenizerMetadata } from "./tokenizer/build.js";
 
 export { TINY_ARCHITECTURES, type TinyArchitecture };

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prebuiltIsSafeFallback, readBinariesReport } from "../../services/inference/engine/llama/build-check/report.js";
+import { prebuiltIsSafeFallback, readBinariesReport } from "../../services/inference/engine/llama-binaries.js";
 import { ensureBuiltInModel } from "../../services/weights/tiny-model.js";
 import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 

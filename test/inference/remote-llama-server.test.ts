@@ -10,7 +10,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../services/core/child-process.js";
-import { installedLlamaServer } from "../../services/inference/engine/llama/build-check/report.js";
+import { installedLlamaServer } from "../../services/inference/engine/llama-binaries.js";
 import { ensureBuiltInModel } from "../../services/weights/tiny-model.js";
 import { followJob } from "../support/art-client.js";
 import { rest as restAt } from "../support/clients.js";

@@ -4,7 +4,7 @@
 // runner.
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { connect as connectHttp2, constants as h2, type ClientHttp2Session } from "node:http2";
-import { decodeSegment } from "../../services/gateway/request-target.js";
+import { decodeSegment } from "../../services/gateway/rest/request-target.js";
 
 export interface RawRequest {
   method: string;

@@ -1,4 +1,4 @@
-// Starts the real service as a child process (`node --import tsx services/gateway/main.ts`), the
+// Starts the real service as a child process (`node --import tsx services/app/main.ts`), the
 // way `npm start` runs it, and waits until it prints where it listens.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
@@ -21,7 +21,7 @@ const repoRoot = join(import.meta.dirname, "..", "..");
 export async function startServerProcess(env: Record<string, string>, name = "server"): Promise<ServerProcess> {
   const logFile = join(env.DATA_DIR ?? repoRoot, `${name}.log`);
   const log = createWriteStream(logFile, { flags: "a" });
-  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "services/gateway/main.ts")], {
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "services/app/main.ts")], {
     cwd: repoRoot,
     env: { ...process.env, HOST: "127.0.0.1", PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

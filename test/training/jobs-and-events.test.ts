@@ -7,7 +7,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Events } from "../../gen/srl/v1/events_pb.js";
 import { Training } from "../../gen/srl/v1/training_pb.js";
 import { EventLog } from "../../services/events/event-log.js";
-import { TrainingJobs } from "../../services/training/jobs.js";
+import { TrainingJobs } from "../../services/jobs/training-jobs.js";
 import { Blobs } from "../../services/store/blobs.js";
 import { connectClient, grpcUnary, rest } from "../support/clients.js";
 import { withDatabase } from "../support/db.js";

@@ -19,7 +19,7 @@ let key = "";
 const workers: ChildProcess[] = [];
 
 function startWorker(): ChildProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "services/training/worker/main.ts")], {
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "services/app/worker-main.ts")], {
     cwd: repoRoot,
     env: { ...process.env, MONGODB_URI: database.uri, MONGODB_DB: "srl_crash", DATA_DIR: dataDir, WORKER_LEASE_MS: "2000", LOG_LEVEL: "warn" },
     stdio: "ignore",

@@ -1,16 +1,9 @@
 // API-key authentication shared by every protocol: `Authorization: Bearer <key>`, or HTTP basic
 // with the key as the password (`api:<key>`, as the wandb SDK sends it). The principal travels to
-// handlers in the request's context values.
-import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+// handlers in the request's context values (services/core/rpc/principal.ts).
 import { unauthenticated } from "../../core/errors.js";
+import type { Principal } from "../../core/rpc/index.js";
 import type { ApiKeys } from "./api-keys.js";
-
-export interface Principal {
-  entity: string;
-  keyPrefix: string;
-}
-
-export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "authenticated API key" });
 
 export async function authenticate(keys: ApiKeys, authorization: string | null): Promise<Principal> {
   if (!authorization) throw unauthenticated("Not authenticated");
@@ -28,11 +21,4 @@ function basicPassword(credentials: string): string | undefined {
   const decoded = Buffer.from(credentials, "base64").toString("utf8");
   const colon = decoded.indexOf(":");
   return colon >= 0 && colon < decoded.length - 1 ? decoded.slice(colon + 1) : undefined;
-}
-
-/** The authenticated caller of a handler (the pipeline has already refused anonymous calls). */
-export function principalOf(context: HandlerContext): Principal {
-  const principal = context.values.get(principalKey);
-  if (!principal) throw unauthenticated("Not authenticated");
-  return principal;
 }

@@ -4,8 +4,7 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
-import { startEmbeddedDatabase, type EmbeddedDatabase } from "../../store/launcher.js";
-import { connectDatabase, runningDatabaseUri } from "../../store/mongo.js";
+import { connectDatabase, type EmbeddedDatabase, runningDatabaseUri, startEmbeddedDatabase } from "../../store/index.js";
 import { ApiKeys } from "../auth/api-keys.js";
 
 const usage = `usage: npm run keys -- create --entity NAME

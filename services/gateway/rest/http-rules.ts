@@ -4,7 +4,7 @@ import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
 import { badRequest } from "../../core/errors.js";
 import { clipText } from "../../core/clip.js";
-import { decodeSegment } from "../request-target.js";
+import { decodeSegment } from "./request-target.js";
 
 export interface RestRoute {
   service: DescService;

@@ -10,7 +10,7 @@ import { describeSignal } from "../../core/child-process.js";
 import { ApiError } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
 import type { BinaryChoice } from "./protocol.js";
-import { prebuiltIsSafeFallback, readBinariesReport, type BinariesReport } from "./llama/build-check/report.js";
+import { prebuiltIsSafeFallback, readBinariesReport, type BinariesReport } from "./llama-binaries.js";
 
 /** Deaths that come from the native code itself (an abort, an OOM kill or a stop are not counted). */
 export const NATIVE_CRASH_SIGNALS: ReadonlySet<string> = new Set(["SIGILL", "SIGSEGV", "SIGBUS", "SIGFPE"]);

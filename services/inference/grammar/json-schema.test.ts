@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jsonSchemaToGbnf, UnsupportedSchemaError, type JsonSchemaGbnfOptions } from "./json-schema.js";
 import { grammarAccepts } from "./test-support.js";
 import { loadLlama } from "../engine/llama/binary.js";
-import { Prng } from "../../weights/prng.js";
+import { Prng } from "../../core/prng.js";
 
 let llama: Llama;
 beforeAll(async () => {

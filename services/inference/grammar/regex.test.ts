@@ -8,7 +8,7 @@ import { jsonSchemaToGbnf } from "./json-schema.js";
 import { parseRegex, regexRule, regexToGbnf, UnsupportedRegexError, type RegexNode } from "./regex.js";
 import { grammarAccepts } from "./test-support.js";
 import { loadLlama } from "../engine/llama/binary.js";
-import { Prng } from "../../weights/prng.js";
+import { Prng } from "../../core/prng.js";
 
 let llama: Llama;
 beforeAll(async () => {

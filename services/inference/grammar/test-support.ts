@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LlamaGrammarEvaluationState, TokenBias, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
-import { ensureBuiltInModel } from "../../weights/tiny-model.js";
+import { ensureBuiltInModel } from "../../weights/index.js";
 import { loadLlama } from "../engine/llama/binary.js";
 
 /**

@@ -1,11 +1,8 @@
 // The trainer as the worker sees it (services/training/worker): one call runs one training job
-// (one pass over the job's data) and returns the new adapter. Implemented by ./index.ts: the job
+// (one pass over the job's data) and returns the new adapter. Implemented by ./runner/run-training-job.ts: the job
 // is prepared here (tokenization with the engine's own tokenizer and template, advantages, the
 // plan of optimizer steps) and trained by a trainer process (./engine, PyTorch).
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { AdapterFileSet, BaseModelRef, InputAdapter } from "./engine/trainer-job.js";
-
-export type { AdapterFileSet, BaseModelRef, InputAdapter } from "./engine/trainer-job.js";
 
 export interface TrainingJobInput {
   jobId: string;
@@ -45,3 +42,22 @@ export interface TrainingJobResult {
 
 /** Thrown for bad input (the job fails with this message; nothing is retried). */
 export class TrainingInputError extends Error {}
+
+/** An adapter's files: a llama.cpp LoRA GGUF (`adapter.gguf`) and/or PEFT's two files. */
+export interface AdapterFileSet {
+  gguf: Record<string, Buffer>;
+  peft: Record<string, Buffer>;
+}
+
+export interface InputAdapter {
+  format: "gguf" | "peft";
+  files: Record<string, Uint8Array>;
+}
+
+export interface BaseModelRef {
+  name: string;
+  ggufPath: string;
+  ggufSize: number;
+  source: string;
+  trainWeights: string;
+}

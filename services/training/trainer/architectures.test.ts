@@ -15,7 +15,7 @@ import { makeTinyModel, TINY_ARCHITECTURES, type TinyArchitecture, type TinyMode
 import type { BaseModelRef } from "./api.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "./engine/local-trainer.js";
 import { TrainerPool } from "./engine/trainer-pool.js";
-import { runTrainingJob } from "./index.js";
+import { runTrainingJob } from "./runner/run-training-job.js";
 
 let dir: string;
 let pool: TrainerPool;

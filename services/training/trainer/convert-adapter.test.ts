@@ -12,8 +12,8 @@ import { GgufReader, getNumber, getString } from "../../weights/gguf/index.js";
 import { ensureBuiltInModel } from "../../weights/tiny-model.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "./engine/local-trainer.js";
 import { TrainerPool } from "./engine/trainer-pool.js";
-import type { AdapterFileSet, BaseModelRef } from "./api.js";
-import { runTrainingJob, TrainingInputError } from "./index.js";
+import { type AdapterFileSet, type BaseModelRef, TrainingInputError } from "./api.js";
+import { runTrainingJob } from "./runner/run-training-job.js";
 
 let dir: string;
 let local: LocalTrainer;

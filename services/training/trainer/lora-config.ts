@@ -1,13 +1,18 @@
 // A job's `lora_config` (experimental_config.lora_config for RL, config.lora_config for SFT):
 // `{rank?, alpha?, target_modules?}`; unset fields keep the model's adapter's settings (or, at the
-// first job, r = 8, alpha = 16 on every projection, spec §5.1). A later job cannot change them
-// (the trainer refuses a mismatch with the previous adapter).
+// first job, the defaults of the trainer contract's LoraConfig, which the trainer applies: spec
+// §5.1, on every projection). A later job cannot change them (the trainer refuses a mismatch with
+// the previous adapter).
 import type { JsonValue } from "@bufbuild/protobuf";
+import { LoraConfigSchema, type LoraConfig } from "../../../gen/srl/trainer/v1/trainer_pb.js";
 import { TrainingInputError } from "./api.js";
-import type { LoraSettings } from "./engine/trainer-job.js";
+import { settingDefaults } from "./settings-defaults.js";
 
-/** Spec §5.1: PEFT random_state 3407; the job's seed is mixed in so retries repeat exactly. */
-export const LORA_SEED = 3407;
+/** The trainer contract's LoRA settings (rank, alpha: 0 = the previous adapter's, else the contract's default), with the seed as a number. */
+export type LoraSettings = Omit<LoraConfig, "$typeName" | "$unknown" | "seed"> & { seed: number };
+
+/** Spec §5.1: PEFT's random_state (the contract's default seed); the job's seed is mixed in so retries repeat exactly. */
+export const LORA_SEED = Number(settingDefaults(LoraConfigSchema).seed);
 
 export function loraSettings(sent: JsonValue | undefined, seed: number | undefined): LoraSettings {
   const base: LoraSettings = { rank: 0, alpha: 0, targetModules: [], seed: LORA_SEED + (seed ?? 0) };

@@ -13,10 +13,11 @@ import { createLogger } from "../../core/logger.js";
 import { GgufReader, getNumber, getString } from "../../weights/gguf/index.js";
 import { ensureBuiltInModel } from "../../weights/tiny-model.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "./engine/local-trainer.js";
-import { TrainerClient } from "./engine/trainer-client.js";
+import { TrainerClient, TrainerLostError } from "./engine/trainer-client.js";
 import { TrainerPool } from "./engine/trainer-pool.js";
-import { TRAINABLE_ARCHITECTURES } from "../trainability.js";
-import { runTrainingJob, TrainerLostError, TrainingInputError, type TrainingJobInput, type TrainingJobResult } from "./index.js";
+import { TRAINABLE_ARCHITECTURES } from "../../models/trainability.js";
+import { TrainingInputError, type TrainingJobInput, type TrainingJobResult } from "./api.js";
+import { runTrainingJob } from "./runner/run-training-job.js";
 
 let dir: string;
 let basePath: string;

@@ -3,17 +3,13 @@
 // failure ends the job with exactly one `training_failed` carrying the reason.
 import { stat } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Artifacts } from "../../artifacts/store.js";
+import type { Artifacts } from "../../artifacts/index.js";
 import { isDatabaseUnavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
-import type { EventLog } from "../../events/event-log.js";
-import type { AdapterFiles } from "../../models/adapter-files.js";
-import type { BaseModelCatalog } from "../../models/catalog.js";
-import type { AdapterBytes, Checkpoints } from "../../models/checkpoints.js";
-import type { ModelRegistry } from "../../models/registry.js";
-import type { Runs } from "../../models/runs.js";
+import type { EventLog } from "../../events/index.js";
+import type { AdapterBytes, AdapterFiles, BaseModelCatalog, Checkpoints, ModelRegistry, Runs } from "../../models/index.js";
 import { resolveTrainingData } from "../artifact-url.js";
-import type { TrainingJobRecord, TrainingJobs } from "../jobs.js";
+import type { TrainingJobRecord, TrainingJobs } from "../../jobs/index.js";
 import { resolveKlReference } from "../kl-reference.js";
 import { parseTrainJsonl, readSftRows } from "../sft-data.js";
 import { TrainingInputError, type InputAdapter, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";

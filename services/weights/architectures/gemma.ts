@@ -16,7 +16,7 @@
 // - gemma3's sliding layers use RoPE base 10000 in both (transformers' rope_local_base_freq is not
 //   mapped from the file either); rope.freq_base applies to its global layers only.
 import { gv } from "../gguf/values.js";
-import type { LlamaTensorPlan } from "../llama-layout.js";
+import type { LlamaTensorPlan } from "./llama-layout.js";
 import { headDimKeys, norm, rewriteLlamaPlan } from "./plan.js";
 import type { ArchitectureSpec, ArchShape } from "./types.js";
 

@@ -6,7 +6,7 @@
 // transformers 5.24 would switch to MistralForCausalLM only for a general.name of exactly
 // "mistral", and then fails (gguf-py has no "mistral" architecture to map tensor names with), so
 // tiny-model.ts refuses that name for these files.
-import { llamaTensorPlan } from "../llama-layout.js";
+import { llamaTensorPlan } from "./llama-layout.js";
 import type { ArchitectureSpec } from "./types.js";
 
 export const llama: ArchitectureSpec = {

@@ -3,7 +3,7 @@
 // instead of restating it.
 import { gv } from "../gguf/values.js";
 import type { GgufValue } from "../gguf/types.js";
-import { llamaTensorPlan, type LlamaTensorPlan } from "../llama-layout.js";
+import { llamaTensorPlan, type LlamaTensorPlan } from "./llama-layout.js";
 import type { ArchShape } from "./types.js";
 
 /**

@@ -4,7 +4,7 @@
 // and transformers' GGUF loader (integrations/ggml.py), which reads only the keys it maps and takes
 // config defaults for the rest, so some choices below exist to match those defaults.
 import type { GgufValue } from "../gguf/types.js";
-import type { LlamaTensorPlan } from "../llama-layout.js";
+import type { LlamaTensorPlan } from "./llama-layout.js";
 
 export const TINY_ARCHITECTURES = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"] as const;
 export type TinyArchitecture = (typeof TINY_ARCHITECTURES)[number];

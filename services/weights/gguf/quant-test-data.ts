@@ -1,6 +1,6 @@
 // Inputs for the quantiser tests: Gaussian blocks at several scales and offsets, and the cases a
 // scale search can get wrong (all zeros, one sign only, an outlier, zero runs inside a block).
-import { Prng } from "../prng.js";
+import { Prng } from "../../core/prng.js";
 
 /** True N(0, std²) by Box–Muller (prng.ts's normal() stops at ±3.46, too kind to a quantiser). */
 export function gaussian(seed: number, count: number, std = 1): Float32Array {

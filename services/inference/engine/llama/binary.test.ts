@@ -2,7 +2,7 @@
 // quantized models and links it; the engine must load that one and not the prebuilt fallback.
 import { describe, expect, it } from "vitest";
 import { describeBinary, loadLlama } from "./binary.js";
-import { readBinariesReport } from "./build-check/report.js";
+import { readBinariesReport } from "../llama-binaries.js";
 
 describe("llama.cpp binary", () => {
   it("is the local OpenMP build the install checked and linked", async () => {

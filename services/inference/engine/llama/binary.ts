@@ -6,7 +6,7 @@
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../../../core/logger.js";
 import type { BinaryChoice } from "../protocol.js";
-import { readBinariesReport } from "./build-check/report.js";
+import { readBinariesReport } from "../llama-binaries.js";
 
 export interface LlamaBinary {
   /** "localBuild": linked by the install (build-check/cli.ts); "prebuilt": node-llama-cpp's own. */

@@ -7,7 +7,7 @@
 // temperature, top_k, top_p, min_p. That costs one pass over the vocabulary per token (plus one
 // grammar check per token of it under a grammar), paid only by such requests.
 import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
-import { Prng } from "../../../weights/prng.js";
+import { Prng } from "../../../core/prng.js";
 import { NOTHING_LEFT_TO_SAMPLE, type GenerateRequest } from "../protocol.js";
 import { EngineRequestError } from "./errors.js";
 import { grammarCalls, type GrammarCalls } from "./grammar-state.js";

@@ -1,6 +1,6 @@
 // Facts about a loaded model read from its GGUF metadata.
 import type { LlamaModel, Token } from "node-llama-cpp";
-import { UNICODE_TO_BYTE } from "../../../weights/tokenizer/byte-unicode.js";
+import { UNICODE_TO_BYTE } from "../../../weights/index.js";
 
 /** The GGUF `tokenizer.*` metadata node-llama-cpp parsed from the file. */
 function tokenizerMetadata(model: LlamaModel) {

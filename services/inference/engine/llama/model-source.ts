@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import { access } from "node:fs/promises";
 import { resolveModelFile } from "node-llama-cpp";
-import { ensureBuiltInModel } from "../../../weights/tiny-model.js";
+import { ensureBuiltInModel } from "../../../weights/index.js";
 import { EngineRequestError } from "./errors.js";
 
 export async function modelPath(source: string, dataDir: string, hubTimeoutMs: number): Promise<string> {

@@ -7,7 +7,7 @@
 import { access, copyFile, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { unavailable } from "../../../core/errors.js";
-import { GGUF_ADAPTER_FILE } from "../../../models/checkpoints.js";
+import { GGUF_ADAPTER_FILE } from "../../../models/index.js";
 import type { AdapterRef } from "./backend.js";
 import type { RemoteEngineSettings } from "../../../core/engines-config.js";
 

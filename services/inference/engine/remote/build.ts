@@ -2,7 +2,7 @@
 // llama-server processes started here with the base model's GGUF) behind the backend of its kind.
 import { join } from "node:path";
 import type { Logger } from "../../../core/logger.js";
-import type { BaseModelCatalog } from "../../../models/catalog.js";
+import type { BaseModelCatalog } from "../../../models/index.js";
 import type { InferenceEngine } from "../inference-engine.js";
 import { modelPath } from "../llama/model-source.js";
 import type { Backend } from "./backend.js";

@@ -14,8 +14,8 @@ import {
   type InspectBaseModelResponse,
   type TrainRequest,
 } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
-import { TrainingInputError } from "../api.js";
-import type { AdapterFileSet, TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
+import { type AdapterFileSet, TrainingInputError } from "../api.js";
+import type { TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
 import { convertRequests, jobRequests, scoreRequests } from "./wire.js";
 
 /** The trainer went away mid-job (crashed, restarted, unreachable): the job may be tried again. */

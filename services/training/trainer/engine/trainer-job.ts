@@ -1,5 +1,8 @@
 // A training job as a trainer runs it: prepared rows and optimizer steps (./prepare), the loss,
 // the LoRA, the input adapters; and what comes back.
+import type { RlLoss } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
+import type { AdapterFileSet, BaseModelRef, InputAdapter } from "../api.js";
+import type { LoraSettings } from "../lora-config.js";
 
 export interface PreparedRow {
   tokens: number[];
@@ -17,48 +20,8 @@ export interface PreparedStep {
   learningRate: number;
 }
 
-export interface RlLossSettings {
-  lossFn: "cispo" | "ppo";
-  epsilon: number;
-  epsilonHigh: number;
-  importanceSamplingLevel: "token" | "sequence" | "average" | "geometric_average";
-  maxNegativeAdvantageImportanceSamplingWeight: number | null;
-  maskProbRatio: boolean;
-  kimiK2Tau: number | null;
-  truncatedImportanceSampling: number | null;
-  klPenaltyCoef: number;
-  klPenaltySource: "current_learner" | "sample";
-  precalculateLogprobs: boolean;
-}
-
-export interface LoraSettings {
-  /** 0: the previous adapter's, else 8. */
-  rank: number;
-  /** 0: the previous adapter's, else 16. */
-  alpha: number;
-  /** Hugging Face module names; empty: every projection of the architecture. */
-  targetModules: string[];
-  seed: number;
-}
-
-/** An adapter's files: a llama.cpp LoRA GGUF (`adapter.gguf`) and/or PEFT's two files. */
-export interface AdapterFileSet {
-  gguf: Record<string, Buffer>;
-  peft: Record<string, Buffer>;
-}
-
-export interface InputAdapter {
-  format: "gguf" | "peft";
-  files: Record<string, Uint8Array>;
-}
-
-export interface BaseModelRef {
-  name: string;
-  ggufPath: string;
-  ggufSize: number;
-  source: string;
-  trainWeights: string;
-}
+/** The RL loss settings, resolved (../rl/config.ts): the trainer contract's message as it is sent. */
+export type RlLossSettings = RlLoss;
 
 export interface TrainerJob {
   jobId: string;

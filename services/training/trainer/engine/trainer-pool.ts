@@ -2,10 +2,10 @@
 // named by TRAINER_URLS (other machines, CUDA). A job goes to a trainer that is not busy; a busy
 // one answers RESOURCE_EXHAUSTED and the next is tried, then all again after a pause.
 import type { InspectBaseModelResponse } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
-import { TrainingInputError } from "../api.js";
+import { type AdapterFileSet, type BaseModelRef, type InputAdapter, TrainingInputError } from "../api.js";
 import type { LocalTrainer } from "./local-trainer.js";
 import { TrainerBusyError, TrainerClient, TrainerLostError, TrainerUnreachableError, TrainerUnsupportedError } from "./trainer-client.js";
-import type { AdapterFileSet, BaseModelRef, InputAdapter, TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
+import type { TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
 import { baseModelMessage } from "./wire.js";
 
 const ALL_BUSY_PAUSE_MS = 2_000;

@@ -8,7 +8,6 @@ import {
   FileChunkSchema,
   InputEndSchema,
   JobSpecSchema,
-  RlLossSchema,
   RowBatchSchema,
   SftLossSchema,
   TokenRowSchema,
@@ -16,7 +15,8 @@ import {
   type BaseModel,
   type TrainRequest,
 } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
-import type { BaseModelRef, InputAdapter, PreparedRow, TrainerJob } from "./trainer-job.js";
+import type { BaseModelRef, InputAdapter } from "../api.js";
+import type { PreparedRow, TrainerJob } from "./trainer-job.js";
 
 const CHUNK_BYTES = 1 << 20;
 /** Tokens per RowBatch message (each token costs up to ~10 bytes on the wire). */
@@ -29,31 +29,13 @@ export function baseModelMessage(ref: BaseModelRef): BaseModel {
 }
 
 export function* jobRequests(job: TrainerJob): Generator<RequestMessage> {
-  const loss: JobSpec["loss"] =
-    job.loss.kind === "sft"
-      ? { case: "sft", value: create(SftLossSchema) }
-      : {
-          case: "rl",
-          value: create(RlLossSchema, {
-            lossFn: job.loss.settings.lossFn,
-            epsilon: job.loss.settings.epsilon,
-            epsilonHigh: job.loss.settings.epsilonHigh,
-            importanceSamplingLevel: job.loss.settings.importanceSamplingLevel,
-            maxNegativeAdvantageImportanceSamplingWeight: job.loss.settings.maxNegativeAdvantageImportanceSamplingWeight ?? 0,
-            maskProbRatio: job.loss.settings.maskProbRatio,
-            kimiK2Tau: job.loss.settings.kimiK2Tau ?? 0,
-            truncatedImportanceSampling: job.loss.settings.truncatedImportanceSampling ?? 0,
-            klPenaltyCoef: job.loss.settings.klPenaltyCoef,
-            klPenaltySource: job.loss.settings.klPenaltySource,
-            precalculateLogprobs: job.loss.settings.precalculateLogprobs,
-          }),
-        };
+  const loss: JobSpec["loss"] = job.loss.kind === "sft" ? { case: "sft", value: create(SftLossSchema) } : { case: "rl", value: job.loss.settings };
   yield {
     case: "spec",
     value: create(JobSpecSchema, {
       jobId: job.jobId,
       baseModel: baseModelMessage(job.baseModel),
-      lora: { rank: job.lora.rank, alpha: job.lora.alpha, targetModules: job.lora.targetModules, seed: BigInt(job.lora.seed) },
+      lora: { ...job.lora, seed: BigInt(job.lora.seed) },
       loss,
       optimizer: job.optimizer,
       steps: job.steps.map((s) => ({ rows: s.rows, learningRate: s.learningRate })),

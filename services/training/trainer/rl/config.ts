@@ -1,32 +1,46 @@
 // experimental_config (as sent: snake_case, every field nullable, unknown keys ignored) -> the
-// resolved RL settings with spec §4.4 defaults. Bad values fail with TrainingInputError.
-import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+// resolved RL settings with spec §4.4 defaults, read from the contract (../settings-defaults.ts)
+// but for the clip range's, which depend on the loss function (clipDefaults). The combinations
+// field rules cannot express are checked here once, for the API too (../../config-checks.ts).
+// Bad values fail with TrainingInputError.
+import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { reflect } from "@bufbuild/protobuf/reflect";
+import { RlLossSchema, type RlLoss } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
+import { ExperimentalTrainingConfigSchema } from "../../../../gen/srl/v1/training_pb.js";
 import { TrainingInputError } from "../api.js";
+import { settingDefaults } from "../settings-defaults.js";
 
-export type LossFnName = "cispo" | "ppo";
-export type ImportanceSamplingLevel = "token" | "sequence" | "average" | "geometric_average";
-export type KlPenaltySource = "current_learner" | "sample";
+const LOSS_FNS = ["cispo", "ppo"] as const;
+const IMPORTANCE_SAMPLING_LEVELS = ["token", "sequence", "average", "geometric_average"] as const;
+const KL_PENALTY_SOURCES = ["current_learner", "sample"] as const;
+export type LossFnName = (typeof LOSS_FNS)[number];
+export type ImportanceSamplingLevel = (typeof IMPORTANCE_SAMPLING_LEVELS)[number];
+export type KlPenaltySource = (typeof KL_PENALTY_SOURCES)[number];
 
-export interface RlConfig {
+/** Defaults of the trainer's loss settings (trainer.proto RlLoss) and of the service's own (training.proto). */
+const LOSS = settingDefaults(RlLossSchema);
+const SERVICE = settingDefaults(ExperimentalTrainingConfigSchema);
+const DEFAULT_LOSS_FN = member(LOSS_FNS, LOSS.lossFn, "loss_fn");
+
+type RlLossFields = Omit<RlLoss, "$typeName" | "$unknown">;
+/** `Fields` with the knobs `Off` as null where they are off (0 on the wire). */
+type OffAsNull<Fields, Off extends keyof Fields> = Omit<Fields, Off> & { [K in Off]: Fields[K] | null };
+
+/** RlLoss's fields by their contract names (narrowed), then what only this service uses. */
+export interface RlConfig extends OffAsNull<RlLossFields, "maxNegativeAdvantageImportanceSamplingWeight" | "kimiK2Tau" | "truncatedImportanceSampling"> {
   learningRate: number;
   lossFn: LossFnName;
-  /** Lower clip: the ratio range is [1 - epsilon, 1 + epsilonHigh]. */
-  epsilon: number;
-  epsilonHigh: number;
   /** Divide group-relative advantages by the group's population std (+1e-6). */
   scaleRewards: boolean;
   advantageBalance: number;
   importanceSamplingLevel: ImportanceSamplingLevel;
-  /** ρ ← min(ρ, c) on every token (null or 0 = off). */
+  /** ρ ← min(ρ, c) on every token (null = off). */
   maxNegativeAdvantageImportanceSamplingWeight: number | null;
-  maskProbRatio: boolean;
-  /** A ← A − τ·sg(δ) (null or 0 = off); `vendor_k2_tau` is accepted as an alias. */
+  /** A ← A − τ·sg(δ) (null = off); `vendor_k2_tau` is accepted as an alias. */
   kimiK2Tau: number | null;
-  precalculateLogprobs: boolean;
   allowTrainingWithoutLogprobs: boolean;
-  /** ℓ ← ℓ·sg(min(q, U)) (null or 0 = off). */
+  /** ℓ ← ℓ·sg(min(q, U)) (null = off). */
   truncatedImportanceSampling: number | null;
-  klPenaltyCoef: number;
   klPenaltySource: KlPenaltySource;
   klPenaltyReferenceStep: number | null;
   klPenaltyStepLag: number | null;
@@ -37,8 +51,6 @@ export interface RlConfig {
   scaleLearningRateByRewardStdDev: boolean;
   plotTensors: boolean;
 }
-
-export const DEFAULT_RL_LEARNING_RATE = 5e-6;
 
 /** What the service knows of the job beyond its config. */
 export interface RlContext {
@@ -54,16 +66,8 @@ export interface RlContext {
 
 export function resolveRlConfig(sent: JsonObject | null | undefined, context: RlContext = {}): RlConfig {
   const c = new Reader(sent ?? {});
-  const ppo = c.bool("ppo");
-  const lossFnSent = c.oneOf("loss_fn", ["cispo", "ppo"] as const);
-  if (ppo !== null && lossFnSent !== null && ppo !== (lossFnSent === "ppo")) {
-    throw new TrainingInputError(`experimental_config: ppo=${ppo} contradicts loss_fn="${lossFnSent}"`);
-  }
-  const lossFn: LossFnName = lossFnSent ?? (ppo ? "ppo" : "cispo");
-  // §4.4: null -> 1.0 / 4.0 (CISPO) or 0.2 / = epsilon (PPO). Clients send every unset knob as null,
-  // so §4.2's "explicit epsilon_high = null means = epsilon" (a local-dict nuance) is not applied.
-  const epsilon = c.number("epsilon", { min: 0 }) ?? (lossFn === "ppo" ? 0.2 : 1.0);
-  const epsilonHigh = c.number("epsilon_high", { min: 0 }) ?? (lossFn === "ppo" ? epsilon : 4.0);
+  const lossFn = resolveLossFn(c.bool("ppo"), c.oneOf("loss_fn", LOSS_FNS));
+  const { epsilon, epsilonHigh } = clipDefaults(lossFn, c.number("epsilon", { min: 0 }), c.number("epsilon_high", { min: 0 }));
 
   const kimi = c.number("kimi_k2_tau");
   const vendor = c.number("vendor_k2_tau");
@@ -71,38 +75,83 @@ export function resolveRlConfig(sent: JsonObject | null | undefined, context: Rl
 
   const referenceStep = c.integer("kl_penalty_reference_step", { min: 0 });
   const stepLag = c.integer("kl_penalty_step_lag", { min: 1 });
-  if (referenceStep !== null && stepLag !== null) throw new TrainingInputError("experimental_config: kl_penalty_reference_step and kl_penalty_step_lag exclude each other");
-  const klCoef = c.number("kl_penalty_coef", { min: 0 }) ?? 0;
-  const chunk = c.integer("logprob_calculation_chunk_size", { min: 1 }) ?? 1024;
+  checkKlReference(referenceStep, stepLag);
+  const klCoef = c.number("kl_penalty_coef", { min: 0 }) ?? LOSS.klPenaltyCoef;
+  const chunk = c.integer("logprob_calculation_chunk_size", { min: 1 }) ?? SERVICE.logprobCalculationChunkSize;
   const packed = c.integer("packed_sequence_length", { min: 1 });
   if (packed !== null && packed % chunk !== 0) throw new TrainingInputError(`experimental_config.packed_sequence_length (${packed}) must be divisible by logprob_calculation_chunk_size (${chunk})`);
 
   return {
-    learningRate: c.number("learning_rate", { min: 0 }) ?? DEFAULT_RL_LEARNING_RATE,
+    learningRate: c.number("learning_rate", { min: 0 }) ?? SERVICE.learningRate,
     lossFn,
     epsilon,
     epsilonHigh,
     // normalize_advantages is the older name; false on either turns the std division off.
-    scaleRewards: (c.bool("scale_rewards") ?? true) && (c.bool("normalize_advantages") ?? true),
-    advantageBalance: c.number("advantage_balance", { min: -1, max: 1 }) ?? 0,
-    importanceSamplingLevel: c.oneOf("importance_sampling_level", ["token", "sequence", "average", "geometric_average"] as const) ?? "token",
+    scaleRewards: (c.bool("scale_rewards") ?? SERVICE.scaleRewards) && (c.bool("normalize_advantages") ?? SERVICE.normalizeAdvantages),
+    advantageBalance: c.number("advantage_balance", { min: -1, max: 1 }) ?? SERVICE.advantageBalance,
+    importanceSamplingLevel: c.oneOf("importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS) ?? member(IMPORTANCE_SAMPLING_LEVELS, LOSS.importanceSamplingLevel, "importance_sampling_level"),
     maxNegativeAdvantageImportanceSamplingWeight: nonZero(c.number("max_negative_advantage_importance_sampling_weight")),
-    maskProbRatio: c.bool("mask_prob_ratio") ?? false,
+    maskProbRatio: c.bool("mask_prob_ratio") ?? LOSS.maskProbRatio,
     kimiK2Tau: nonZero(kimi ?? vendor),
-    precalculateLogprobs: c.bool("precalculate_logprobs") ?? context.quantizedBase ?? false,
-    allowTrainingWithoutLogprobs: c.bool("allow_training_without_logprobs") ?? false,
+    precalculateLogprobs: c.bool("precalculate_logprobs") ?? context.quantizedBase ?? LOSS.precalculateLogprobs,
+    allowTrainingWithoutLogprobs: c.bool("allow_training_without_logprobs") ?? SERVICE.allowTrainingWithoutLogprobs,
     truncatedImportanceSampling: nonZero(c.number("truncated_importance_sampling")),
     klPenaltyCoef: klCoef,
-    // Serverless: an unset source with a KL penalty means "sample" (§4.3); else current_learner.
-    klPenaltySource: c.oneOf("kl_penalty_source", ["current_learner", "sample"] as const) ?? (klCoef > 0 ? "sample" : "current_learner"),
+    // Serverless: an unset source with a KL penalty means "sample" (§4.3); else the contract's default.
+    klPenaltySource: c.oneOf("kl_penalty_source", KL_PENALTY_SOURCES) ?? (klCoef > 0 ? "sample" : member(KL_PENALTY_SOURCES, LOSS.klPenaltySource, "kl_penalty_source")),
     klPenaltyReferenceStep: referenceStep,
     klPenaltyStepLag: stepLag,
-    numTrajectoriesLearningRateMultiplierPower: c.number("num_trajectories_learning_rate_multiplier_power") ?? 0,
+    numTrajectoriesLearningRateMultiplierPower: c.number("num_trajectories_learning_rate_multiplier_power") ?? SERVICE.numTrajectoriesLearningRateMultiplierPower,
     logprobCalculationChunkSize: chunk,
     packedSequenceLength: packed,
-    scaleLearningRateByRewardStdDev: c.bool("scale_learning_rate_by_reward_std_dev") ?? false,
-    plotTensors: c.bool("plot_tensors") ?? false,
+    scaleLearningRateByRewardStdDev: c.bool("scale_learning_rate_by_reward_std_dev") ?? SERVICE.scaleLearningRateByRewardStdDev,
+    plotTensors: c.bool("plot_tensors") ?? SERVICE.plotTensors,
   };
+}
+
+/**
+ * The loss function, from `loss_fn` or the older `ppo` switch (neither: the contract's default).
+ * The one check of their combination, for the API (400, ../../config-checks.ts) and the runner.
+ */
+export function resolveLossFn(ppo: boolean | null | undefined, lossFn: string | null | undefined): LossFnName {
+  if (ppo != null && lossFn != null && ppo !== (lossFn === "ppo")) {
+    throw new TrainingInputError(`experimental_config: ppo=${ppo} contradicts loss_fn="${lossFn}"`);
+  }
+  return lossFn != null ? member(LOSS_FNS, lossFn, "loss_fn") : ppo ? "ppo" : DEFAULT_LOSS_FN;
+}
+
+/** The KL reference is a fixed step or a lag behind the current one, not both (API and runner). */
+export function checkKlReference(referenceStep: number | null | undefined, stepLag: number | null | undefined): void {
+  if (referenceStep != null && stepLag != null) throw new TrainingInputError("experimental_config: kl_penalty_reference_step and kl_penalty_step_lag exclude each other");
+}
+
+/**
+ * Spec §4.4's clip range, the one default that depends on another setting (so it has no single
+ * default in the contract; the trainer receives it resolved): an unset epsilon is 0.2 for PPO and
+ * 1.0 for CISPO, an unset epsilon_high is epsilon for PPO and 4.0 for CISPO. Clients send every
+ * unset knob as null, so §4.2's "explicit epsilon_high = null means = epsilon" (a local-dict
+ * nuance) is not applied.
+ */
+export function clipDefaults(lossFn: LossFnName, epsilon: number | null, epsilonHigh: number | null): { epsilon: number; epsilonHigh: number } {
+  const low = epsilon ?? (lossFn === "ppo" ? 0.2 : 1.0);
+  return { epsilon: low, epsilonHigh: epsilonHigh ?? (lossFn === "ppo" ? low : 4.0) };
+}
+
+/** The trainer's RlLoss for a resolved config: each of its fields by its own name (an off knob is 0). */
+export function rlLossMessage(config: RlConfig): RlLoss {
+  const message = create(RlLossSchema);
+  const fields = reflect(RlLossSchema, message);
+  for (const field of fields.fields) {
+    const value = config[field.localName as keyof RlLossFields];
+    if (value !== null) fields.set(field, value);
+  }
+  return message;
+}
+
+/** A contract default (or a value already checked) as one of the allowed literals. */
+function member<const T extends readonly string[]>(values: T, value: string, key: string): T[number] {
+  if (!values.includes(value)) throw new Error(`${key}: "${value}" is not one of ${values.join(", ")}`);
+  return value as T[number];
 }
 
 /** Knobs that ART switches on with "if value:" — 0 means off. */

@@ -1,11 +1,11 @@
 // An RL job (spec §11.1, Unsloth layout): tokenize the groups, plan advantages / weights / drops,
 // then one optimizer step per kept row (one tokenized history each, shuffled): ART's loss,
 // clip 0.1, AdamW wd 0.1, lr = learning_rate × §3.4 factor. Nothing trainable -> skip.
-import { Prng } from "../../../weights/prng.js";
+import { Prng } from "../../../core/prng.js";
 import type { TrainingJobInput } from "../api.js";
 import { loraSettings } from "../lora-config.js";
 import { planRlRows } from "../rl/advantages.js";
-import { resolveRlConfig, type RlConfig } from "../rl/config.js";
+import { resolveRlConfig, rlLossMessage } from "../rl/config.js";
 import type { ChatTokenizer } from "../tokenize/chat-tokenizer.js";
 import { tokenizeTrajectoryGroups } from "../tokenize/rl-rows.js";
 import { groupRewards, parseTrajectoryGroups } from "../tokenize/trajectories.js";
@@ -32,7 +32,7 @@ export function prepareRl(input: TrainingJobInput, tokenizer: ChatTokenizer, def
     num_trajectories: groups.reduce((n, g) => n + listLength(g["trajectories"]) + listLength(g["exceptions"]), 0),
   };
   const lora = loraSettings(input.experimentalConfig?.lora_config, input.seed);
-  const base = { kind: "rl" as const, loss: { kind: "rl" as const, settings: lossSettings(config) }, optimizer: { ...ADAM, weightDecay: RL_WEIGHT_DECAY, maxGradNorm: RL_MAX_GRAD_NORM }, lora, reportedLearningRate: config.learningRate };
+  const base = { kind: "rl" as const, loss: { kind: "rl" as const, settings: rlLossMessage(config) }, optimizer: { ...ADAM, weightDecay: RL_WEIGHT_DECAY, maxGradNorm: RL_MAX_GRAD_NORM }, lora, reportedLearningRate: config.learningRate };
   if (plan.skip) {
     return { ...base, rows: [], steps: [], skip: true, stepMetrics: {}, jobMetrics: { ...data, num_trainable_tokens: 0, num_gradient_steps: 0 } };
   }
@@ -55,22 +55,6 @@ export function prepareRl(input: TrainingJobInput, tokenizer: ChatTokenizer, def
     skip: false,
     stepMetrics: stepData,
     jobMetrics: stepData,
-  };
-}
-
-function lossSettings(config: RlConfig) {
-  return {
-    lossFn: config.lossFn,
-    epsilon: config.epsilon,
-    epsilonHigh: config.epsilonHigh,
-    importanceSamplingLevel: config.importanceSamplingLevel,
-    maxNegativeAdvantageImportanceSamplingWeight: config.maxNegativeAdvantageImportanceSamplingWeight,
-    maskProbRatio: config.maskProbRatio,
-    kimiK2Tau: config.kimiK2Tau,
-    truncatedImportanceSampling: config.truncatedImportanceSampling,
-    klPenaltyCoef: config.klPenaltyCoef,
-    klPenaltySource: config.klPenaltySource,
-    precalculateLogprobs: config.precalculateLogprobs,
   };
 }
 

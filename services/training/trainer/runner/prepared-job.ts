@@ -1,6 +1,8 @@
 // A job ready for a trainer: what ./prepare-rl.ts and ./prepare-sft.ts make of the client's data,
 // and the few numbers the worker adds to what the trainer reports.
+import { OptimizerConfigSchema } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import type { PreparedRow, PreparedStep, TrainerJob } from "../engine/trainer-job.js";
+import { settingDefaults } from "../settings-defaults.js";
 
 export interface PreparedJob {
   kind: "rl" | "sft";
@@ -19,5 +21,6 @@ export interface PreparedJob {
   jobMetrics: Record<string, number>;
 }
 
-/** Spec §5.2: AdamW betas (0.9, 0.99), eps 1e-8. */
-export const ADAM = { beta1: 0.9, beta2: 0.99, eps: 1e-8 } as const;
+const OPTIMIZER = settingDefaults(OptimizerConfigSchema);
+/** Spec §5.2's AdamW betas and eps: the trainer contract's OptimizerConfig defaults. */
+export const ADAM = { beta1: OPTIMIZER.beta1, beta2: OPTIMIZER.beta2, eps: OPTIMIZER.eps } as const;

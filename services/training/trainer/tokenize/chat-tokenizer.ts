@@ -5,7 +5,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Template } from "@huggingface/jinja";
 import { getLlama, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
 // The same reading of the GGUF tokenizer metadata as the inference engine's.
-import { chatTemplateOf, vocabTokens } from "../../../inference/engine/llama/model-info.js";
+import { chatTemplateOf, vocabTokens } from "../../../inference/index.js";
 import { TrainingInputError } from "../api.js";
 import { flattenTextParts, parseToolArguments, templateWantsParsedArguments } from "./messages.js";
 

@@ -71,7 +71,7 @@ function sampledTokens(logprobs: JsonValue | undefined, where: string): SampledT
 
 /**
  * Text-only content parts become one string joined by "\n" — what the inference gateway sends the
- * engine (services/inference/request-plan.ts flattenTextParts), so training renders what sampling saw.
+ * engine (services/inference/chat/messages.ts flattenTextParts), so training renders what sampling saw.
  */
 export function flattenTextParts(message: JsonObject): JsonObject {
   const content = message.content;

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureBuiltInModel } from "../../../weights/tiny-model.js";
+import { ensureBuiltInModel } from "../../../weights/index.js";
 import { ChatTokenizer, type ChatTokenizerOptions } from "./chat-tokenizer.js";
 
 export interface TinyTokenizer {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureCheckModels, type CheckModel } from "./check-models.js";
 import { chooseCandidate, type CheckOptions } from "./check-candidates.js";
 import { localBuildFolder } from "./local-build-link.js";
-import { installedLlamaServer } from "./report.js";
+import { installedLlamaServer } from "../../llama-binaries.js";
 
 const run = promisify(execFile);
 

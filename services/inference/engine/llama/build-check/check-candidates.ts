@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CheckModel } from "./check-models.js";
 import { linkLocalBuild } from "./local-build-link.js";
-import type { BinaryChoiceReport, CandidateCheck } from "./report.js";
+import type { BinaryChoiceReport, CandidateCheck } from "../../llama-binaries.js";
 import { runCheckProcess, verdict, type CheckLine } from "./run-check.js";
 
 export interface Candidate {

@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { makeTinyModel, type TinyModelType } from "../../../../weights/tiny-model.js";
+import { makeTinyModel, type TinyModelType } from "../../../../weights/index.js";
 
 export interface CheckModel {
   name: string;

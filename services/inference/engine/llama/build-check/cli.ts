@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { ensureCheckModels, type CheckModel } from "./check-models.js";
 import { chooseCandidate, type Candidate } from "./check-candidates.js";
 import { localBuildFolder, replaceWithLink } from "./local-build-link.js";
-import { BINARIES_REPORT_PATH, LLAMA_SERVER_DIR, readBinariesReport, type BinaryChoiceReport } from "./report.js";
+import { BINARIES_REPORT_PATH, LLAMA_SERVER_DIR, readBinariesReport, type BinaryChoiceReport } from "../../llama-binaries.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../..");
 const CACHE = process.env.SRL_CACHE_DIR || join(homedir(), ".cache", "srl");

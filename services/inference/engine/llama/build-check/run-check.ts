@@ -2,7 +2,7 @@
 // is named with the model it was running, a hang is killed, any other failure is quoted.
 import { spawn } from "node:child_process";
 import { describeSignal } from "../../../../core/child-process.js";
-import type { CandidateCheck } from "./report.js";
+import type { CandidateCheck } from "../../llama-binaries.js";
 
 export interface CheckProcess {
   command: string;

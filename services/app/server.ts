@@ -1,0 +1,104 @@
+// The server process: database (embedded or MONGODB_URI), indexes, first API key, services,
+// engines, then the gateway on one port.
+import { totalmem } from "node:os";
+import type { Config } from "../core/config.js";
+import type { Logger } from "../core/logger.js";
+import { connectDatabase, databaseHealth, type EmbeddedDatabase, publishDatabaseUri, startEmbeddedDatabase } from "../store/index.js";
+import { artifactsHandlers } from "../artifacts/index.js";
+import { eventsHandlers } from "../events/index.js";
+import { buildRemoteEngines, EngineClient, EngineSet, inferenceHandlers, ModelResolver } from "../inference/index.js";
+import { modelsHandlers } from "../models/index.js";
+import { systemHandlers } from "../system/index.js";
+import { trainingHandlers } from "../training/index.js";
+import { serveGateway, type ApiKeys } from "../gateway/index.js";
+import { buildServices } from "./services.js";
+
+export interface App {
+  port: number;
+  databaseUri: string;
+  /** Graceful stop: refuse new connections, let in-flight requests finish, close the database. */
+  stop(): Promise<void>;
+}
+
+export async function startApp(config: Config, log: Logger): Promise<App> {
+  const embedded: EmbeddedDatabase | undefined = config.mongodbUri
+    ? undefined
+    : await startEmbeddedDatabase({
+        dataDir: config.dataDir,
+        prefer: config.embeddedDatabase,
+        restartDelayMs: config.databaseRestartDelayMs,
+        log: (level, msg, fields) => log[level](msg, { component: "database", ...fields }),
+      });
+  const databaseUri = config.mongodbUri ?? (embedded as EmbeddedDatabase).uri;
+  const database = await connectDatabase(databaseUri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
+  if (database.serialized) log.info("database is FerretDB: one connection, operations in series (its concurrent updates are not atomic)", { component: "database" });
+  const services = await buildServices(database.db, config, log);
+  const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker, trainability, wandb } = services;
+  if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
+  const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
+
+  const embeddedEngine = new EngineClient(
+    {
+      threads: config.engineThreads,
+      sequences: config.engineSequences,
+      contextSize: config.engineContextSize,
+      maxQueue: config.engineMaxQueue,
+      maxContexts: config.engineMaxContexts,
+      contextMemoryBytes: (config.engineContextMemoryMb || Math.floor(totalmem() / 4 / 2 ** 20)) * 2 ** 20,
+      logLevel: config.logLevel,
+      dataDir: config.dataDir,
+      hubTimeoutMs: config.engineHubTimeoutMs,
+      binary: config.engineBinary,
+      faults: config.engineFaultInjection,
+    },
+    log.child({ component: "engine" }),
+  );
+  const remoteEngines = await buildRemoteEngines(config.engines, { catalog, renderer: embeddedEngine, dataDir: config.dataDir, hubTimeoutMs: config.engineHubTimeoutMs, log });
+  const engine = new EngineSet(embeddedEngine, remoteEngines);
+  // A vLLM replica loads the checkpoint's PEFT files, not only its GGUF.
+  const peftBases = new Set(config.engines.filter((e) => e.kind === "vllm").map((e) => e.base));
+  const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters, wholeAdapter: (base) => peftBases.has(base) });
+
+  const handlers = [
+    inferenceHandlers({ engine, resolver, catalog, registry, checkpoints }),
+    modelsHandlers({ catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, trainability }),
+    systemHandlers({ database, jobs, databaseHealth: () => databaseHealth(database, embedded) }),
+    trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
+    artifactsHandlers({ artifacts }),
+    eventsHandlers({ events, ownedJobId: async (entity, id) => (await jobs.getOwned(entity, id))._id }),
+  ];
+  const gateway = await serveGateway({ handlers, keys, wandb, config, log });
+  if (config.trainingWorker) worker.start();
+  log.info("listening", {
+    url: `http://${config.host}:${gateway.port}`,
+    protocols: ["grpc", "grpc-web", "connect", "rest"],
+    database: embedded ? embedded.kind : "external",
+  });
+
+  return {
+    port: gateway.port,
+    databaseUri,
+    async stop() {
+      log.info("shutting down", { grace_ms: config.shutdownGraceMs });
+      await gateway.close(config.shutdownGraceMs);
+      await worker.stop();
+      await services.trainers.stop();
+      await engine.stop();
+      await database.close();
+      await unpublish();
+      await embedded?.stop();
+      log.info("stopped");
+    },
+  };
+}
+
+/** On the embedded default, a first start creates one key and prints it once. */
+async function bootstrapKey(keys: ApiKeys, entity: string, log: Logger): Promise<void> {
+  if ((await keys.count()) > 0) return;
+  const { key } = await keys.create(entity);
+  process.stdout.write(
+    `\nCreated the first API key (entity "${entity}"); it is shown only this once:\n\n    ${key}\n\n` +
+      `Use it as 'Authorization: Bearer <key>'. More keys: npm run keys -- create --entity NAME\n\n`,
+  );
+  log.info("created first API key", { entity });
+}

@@ -1,0 +1,80 @@
+// The domain objects of one process over one database: built once here for the server and for a
+// standalone training worker, so both see the same collections the same way.
+import { readFileSync } from "node:fs";
+import type { Db } from "mongodb";
+import type { Config } from "../core/config.js";
+import type { Logger } from "../core/logger.js";
+import { Artifacts } from "../artifacts/index.js";
+import { EventLog } from "../events/index.js";
+import { modelPath } from "../inference/index.js";
+import { AdapterFiles, BaseModelCatalog, Checkpoints, ModelDeletion, ModelRegistry, Runs, Trainability, TrajectoryLog } from "../models/index.js";
+import { Blobs, ensureIndexes } from "../store/index.js";
+import { TrainingJobs } from "../jobs/index.js";
+import { DEFAULT_TRAINER_PYTHON, LocalTrainer, trainerFor, TrainerPool, TrainingWorker } from "../training/index.js";
+import { ArtifactUploads, ArtifactViews, loraImporter, UrlSigner, WandbApi, WandbRuns, WandbRunStates } from "../wandb/index.js";
+import { ApiKeys } from "../gateway/index.js";
+
+/** The service's version (package.json), as W&B's serverInfo reports it. */
+const SERVICE_VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+export async function buildServices(db: Db, config: Config, log: Logger) {
+  const keys = new ApiKeys(db);
+  const blobs = new Blobs(db);
+  const catalog = new BaseModelCatalog(config.baseModels, config.priorityModels);
+  const runs = new Runs(db);
+  // Adapters in a bucket of their own: reading a job's input or a logged batch then never scans
+  // checkpoints' adapters on the embedded FerretDB.
+  const adapterBlobs = new Blobs(db, "adapters");
+  const checkpoints = new Checkpoints(db, adapterBlobs, blobs);
+  const registry = new ModelRegistry(db, catalog, runs, checkpoints);
+  const trajectoryLog = new TrajectoryLog(db, blobs);
+  const events = new EventLog(db);
+  const jobs = new TrainingJobs(db, blobs, events);
+  const artifacts = new Artifacts(db, blobs);
+  const adapters = new AdapterFiles(config.dataDir, checkpoints);
+  const wandbRunStates = new WandbRunStates(db);
+  const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, blobs, artifacts, wandbRunStates });
+  await ensureIndexes([keys, blobs, adapterBlobs, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates]);
+  // The local trainer process starts on first use (a job, or a base-model check), not here.
+  const local =
+    config.trainerUrls.length > 0
+      ? null
+      : new LocalTrainer({ python: config.trainerPython || DEFAULT_TRAINER_PYTHON, dataDir: config.dataDir, threads: config.trainerThreads, log: log.child({ component: "trainer" }) });
+  const trainers = new TrainerPool(config.trainerUrls, local);
+  // hf: models are only inspected once the engine or a job has downloaded them.
+  const trainability = new Trainability(catalog, (entry) => (entry.source.startsWith("hf:") ? Promise.resolve(null) : modelPath(entry.source, config.dataDir, 0).catch(() => null)));
+  const worker = new TrainingWorker(
+    {
+      jobs,
+      events,
+      registry,
+      catalog,
+      checkpoints,
+      runs,
+      artifacts,
+      adapters,
+      baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
+      train: trainerFor(trainers),
+      artifactHttpsHosts: config.artifactHttpsHosts,
+      log: log.child({ component: "worker" }),
+    },
+    { leaseMs: config.workerLeaseMs, pollMs: 1_000, maxAttempts: config.workerMaxAttempts },
+  );
+  // The W&B API (services/wandb) over the same stores: runs are the tracking runs, artifacts the
+  // artifact store plus each model's checkpoints as `lora` artifacts.
+  const views = new ArtifactViews(artifacts, checkpoints, registry);
+  const importCheckpoint = loraImporter({
+    catalog,
+    checkpoints,
+    baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
+    convertAdapter: (ref, peft, signal) => trainers.convertAdapter(ref, peft, signal),
+  });
+  const wandb = new WandbApi({
+    runs: new WandbRuns(runs, wandbRunStates, registry),
+    views,
+    uploads: new ArtifactUploads(db, blobs, artifacts, views, registry, importCheckpoint),
+    signer: await UrlSigner.open(db),
+    serverVersion: SERVICE_VERSION,
+  });
+  return { keys, blobs, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb };
+}

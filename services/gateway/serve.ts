@@ -1,0 +1,88 @@
+// The one-port listener with everything the transport does: Connect, gRPC and gRPC-Web through the
+// connect router, W&B's routes, the console's files, REST through the transcoder, each request
+// behind the error boundary. What it serves (the services' handlers) is handed in by the
+// composition root (services/app/server.ts).
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Config } from "../core/config.js";
+import type { Logger } from "../core/logger.js";
+import type { ServiceHandlers } from "../core/rpc/index.js";
+import type { WandbApi } from "../wandb/index.js";
+import type { ApiKeys } from "./auth/api-keys.js";
+import { listen } from "./listener.js";
+import { buildEndpoints, mergeHandlers, registerEndpoints } from "./pipeline.js";
+import { registerReflection } from "./reflection.js";
+import { createTranscoder } from "./transcoder.js";
+import { serveConsole } from "./console-files.js";
+import { wandbRoutes } from "./wandb-routes.js";
+import { answerFailure, guardRequests } from "./http-boundary.js";
+
+export interface GatewayOptions {
+  handlers: ServiceHandlers[];
+  keys: ApiKeys;
+  wandb: WandbApi;
+  config: Config;
+  log: Logger;
+}
+
+export interface Gateway {
+  port: number;
+  /** Refuses new connections and waits up to `graceMs` for in-flight requests; streams end then. */
+  close(graceMs: number): Promise<void>;
+}
+
+export async function serveGateway({ handlers, keys, wandb, config, log }: GatewayOptions): Promise<Gateway> {
+  const endpoints = buildEndpoints(handlers, keys);
+  const shutdown = new AbortController();
+  const transcoder = createTranscoder({ endpoints, keys, bodyLimitBytes: config.bodyLimitBytes, log, shutdownSignal: shutdown.signal });
+  const wandbApi = wandbRoutes({ api: wandb, keys, bodyLimitBytes: config.bodyLimitBytes, log });
+  const handler = connectNodeAdapter({
+    routes: (router) => {
+      registerEndpoints(router, endpoints);
+      registerReflection(router, mergeHandlers(handlers).map((h) => h.service));
+    },
+    readMaxBytes: config.bodyLimitBytes,
+    shutdownSignal: shutdown.signal,
+    interceptors: [rpcLog(log)],
+    fallback: (req, res) =>
+      void wandbApi(req, res)
+        .then(async (served) => (served || (await serveConsole(req, res)) ? undefined : transcoder(req, res)))
+        .catch((error: unknown) => answerFailure(res, error, log)),
+  });
+  const listener = await listen(guardRequests(handler, log), config.host, config.port, {
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: Math.max(config.requestTimeoutMs, config.headersTimeoutMs),
+    idleTimeoutMs: config.idleTimeoutMs,
+    stallTimeoutMs: config.stallTimeoutMs,
+  });
+  return {
+    port: listener.port,
+    async close(graceMs) {
+      const closing = listener.close(graceMs);
+      // Streams (event watches, completions) end when the grace period is over.
+      const timer = setTimeout(() => shutdown.abort(), graceMs);
+      await closing;
+      clearTimeout(timer);
+      shutdown.abort();
+    },
+  };
+}
+
+/** One structured line per Connect, gRPC and gRPC-Web call (REST calls are logged by the transcoder). */
+function rpcLog(log: Logger): Interceptor {
+  return (next) => async (req) => {
+    const started = performance.now();
+    const contentType = req.header.get("content-type") ?? "";
+    const protocol = contentType.startsWith("application/grpc-web") ? "grpc-web" : contentType.startsWith("application/grpc") ? "grpc" : "connect";
+    const fields = { protocol, rpc: `${req.service.typeName}/${req.method.name}` };
+    try {
+      const res = await next(req);
+      log.info("request", { ...fields, code: "ok", duration_ms: Math.round(performance.now() - started) });
+      return res;
+    } catch (error) {
+      const code = ConnectError.from(error).code;
+      log.info("request", { ...fields, code, duration_ms: Math.round(performance.now() - started) });
+      throw error;
+    }
+  };
+}

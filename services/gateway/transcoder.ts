@@ -1,0 +1,358 @@
+// REST/JSON at the documented /v1 paths, driven by the google.api.http options: match the route,
+// authenticate, decode and validate the JSON (pydantic-style 422s), call the same endpoint the
+// Connect and gRPC routes call, and write JSON (or server-sent events for streaming methods).
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
+import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { clipText } from "../core/clip.js";
+import { toConnectError, validationError, type Violation } from "../core/errors.js";
+import type { Logger } from "../core/logger.js";
+import type { ApiKeys } from "./auth/api-keys.js";
+import { principalKey, rawBodyKey, restValidatedKey } from "../core/rpc/index.js";
+import { authenticate } from "./auth/authenticate.js";
+import type { Endpoint } from "./pipeline.js";
+import { restRule } from "./validation/rules.js";
+import { decodeFields, finiteNumberViolation, plain } from "./rest/json-decode.js";
+import { encodeMessage } from "./rest/json-encode.js";
+import { JsonSyntaxError, parseJsonLossless, type LosslessJson, type ParsedJson } from "./rest/json-parse.js";
+import { allowedVerbs, matchRoutes, restRoutes, type RestRoute } from "./rest/http-rules.js";
+import { messageBody, restError } from "./rest/error-response.js";
+import { multipartBoundary, parseMultipart, type MultipartForm } from "./rest/multipart.js";
+import { BodyTooLarge, readBody } from "./rest/read-body.js";
+import { requestTarget } from "./rest/request-target.js";
+import { writeJson } from "./http-boundary.js";
+
+type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+type Request = Parameters<NodeHandler>[0];
+type Response = Parameters<NodeHandler>[1];
+
+export interface TranscoderOptions {
+  endpoints: Endpoint[];
+  keys: ApiKeys;
+  bodyLimitBytes: number;
+  log: Logger;
+  shutdownSignal: AbortSignal;
+}
+
+export function createTranscoder(options: TranscoderOptions) {
+  const endpointOf = new Map(options.endpoints.map((e) => [e.method, e]));
+  const routes = restRoutes([...new Set(options.endpoints.map((e) => e.service))]);
+
+  return async function handleRest(req: Request, res: Response): Promise<void> {
+    const started = performance.now();
+    const verb = (req.method ?? "GET").toUpperCase();
+    // The boundary in front (http-boundary.ts) has refused targets that are not a path.
+    const target = requestTarget(req.url) ?? { pathname: "/", query: new URLSearchParams() };
+    let route: RestRoute | undefined;
+    let openai = false;
+    let status = 500;
+    try {
+      const candidates = matchRoutes(routes, verb, target.pathname);
+      const first = candidates[0];
+      if (!first) {
+        const allowed = allowedVerbs(routes, target.pathname);
+        status = allowed.length > 0 ? 405 : 404;
+        writeJson(res, status, { detail: status === 405 ? "Method Not Allowed" : "Not Found" }, allowed.length > 0 ? { allow: allowed.join(", ") } : {});
+        return;
+      }
+      route = first.route;
+      openai = restRule(first.route.method)?.openaiErrors ?? false;
+      const values = createContextValues();
+      if (!(restRule(first.route.method)?.public ?? false)) {
+        values.set(principalKey, await authenticate(options.keys, header(req, "authorization")));
+      }
+      const raw = first.route.body === "" ? undefined : await readBody(req, options.bodyLimitBytes);
+      const body = raw === undefined || rawBodyField(first.route) ? undefined : parseBody(raw);
+      const chosen = chooseRoute(candidates, body);
+      route = chosen.route;
+      const endpoint = endpointOf.get(chosen.route.method);
+      if (!endpoint) throw new Error(`no endpoint for ${chosen.route.method.name}`);
+      const form = raw !== undefined && rawBodyField(chosen.route) ? multipartForm(chosen.route, header(req, "content-type"), raw) : undefined;
+      const request = decodeRequest(chosen.route, chosen.params, target.query, body, raw, form);
+      values.set(restValidatedKey, true);
+      if (isObject(body)) values.set(rawBodyKey, plain(body) as JsonObject);
+      const abort = new AbortController();
+      res.on("close", () => abort.abort(new ConnectError("client closed the connection", 1)));
+      const context = createHandlerContext({
+        service: chosen.route.service,
+        method: chosen.route.method,
+        protocolName: "rest",
+        requestMethod: verb,
+        url: `http://localhost${req.url ?? "/"}`,
+        requestSignal: abort.signal,
+        shutdownSignal: options.shutdownSignal,
+        requestHeader: headersOf(req),
+        contextValues: values,
+      });
+      if (endpoint.stream && restRule(chosen.route.method)?.rawResponse) status = await streamRaw(res, endpoint, request, context);
+      else if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, openai);
+      else status = await respondUnary(res, endpoint, chosen.route, request, context);
+    } catch (error) {
+      // Failed before a route was chosen (a malformed path parameter): an OpenAI route's path
+      // still gets OpenAI's shape.
+      if (!route) openai = routes.some((r) => r.verb === verb && r.matcher.test(target.pathname) && (restRule(r.method)?.openaiErrors ?? false));
+      status = writeError(res, error, { output: route?.method.output, openai, log: options.log, path: target.pathname });
+    } finally {
+      options.log.info("request", {
+        protocol: "rest",
+        verb,
+        path: clipText(target.pathname, 200),
+        rpc: route ? `${route.service.typeName}/${route.method.name}` : undefined,
+        status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      });
+    }
+  };
+}
+
+/** Answers a failed request (or cuts a response already under way); the status it answered. */
+function writeError(res: Response, error: unknown, where: { output?: DescMessage; openai: boolean; log: Logger; path: string }): number {
+  if (error instanceof BodyTooLarge) {
+    if (!res.headersSent) writeJson(res, 413, messageBody(413, error.message, where.openai), { connection: "close" });
+    return 413;
+  }
+  const connectError = toConnectError(error);
+  const mapped = restError(connectError, { output: where.output, openai: where.openai });
+  if (mapped.status >= 500) where.log.error("request failed", { path: clipText(where.path, 200), code: connectError.code, error: connectError.cause ?? connectError });
+  if (!res.headersSent) writeJson(res, mapped.status, mapped.body, mapped.headers);
+  else res.destroy();
+  return mapped.status;
+}
+
+function parseBody(raw: Buffer): LosslessJson | undefined {
+  const text = raw.toString("utf8");
+  if (text.trim() === "") return undefined;
+  let parsed: ParsedJson;
+  try {
+    parsed = parseJsonLossless(text);
+  } catch (error) {
+    const position = error instanceof JsonSyntaxError ? error.position : 0;
+    const reason = error instanceof JsonSyntaxError ? error.message : "Expecting value";
+    throw validationError([{ type: "json_invalid", loc: ["body", position], msg: "JSON decode error", input: {}, ctx: { error: reason } }]);
+  }
+  if (parsed.nonFinite.length > 0) {
+    // 1e309 and the like: no double holds them (JSON.parse gives Infinity), so no field can take them.
+    throw validationError(parsed.nonFinite.map(({ path, value }) => finiteNumberViolation(["body", ...path], String(value))));
+  }
+  return parsed.value;
+}
+
+/** Streaming twins share a rule; the body flag they name (e.g. `stream: true`) picks them. */
+function chooseRoute<T extends { route: RestRoute }>(candidates: T[], body: LosslessJson | undefined): T {
+  const flagged = candidates.find((c) => {
+    const flag = restRule(c.route.method)?.selectWhenTrue;
+    return flag && isObject(body) && body[flag] === true;
+  });
+  return flagged ?? candidates.find((c) => !restRule(c.route.method)?.selectWhenTrue) ?? (candidates[0] as T);
+}
+
+/** A rule whose body is one `bytes` field takes the request body as the raw file (uploads). */
+function rawBodyField(route: RestRoute): boolean {
+  const field = route.method.input.fields.find((f) => f.name === route.body);
+  return field?.fieldKind === "scalar" && field.scalar === ScalarType.BYTES;
+}
+
+/** A multipart form sent to an upload rule that accepts one (`srl.v1.rest` `multipart_files`). */
+function multipartForm(route: RestRoute, contentType: string | null, raw: Buffer): (MultipartForm & { filesField: string }) | undefined {
+  const filesField = restRule(route.method)?.multipartFiles ?? "";
+  const boundary = filesField === "" ? null : multipartBoundary(contentType);
+  return boundary === null ? undefined : { ...parseMultipart(raw, boundary), filesField };
+}
+
+function decodeRequest(
+  route: RestRoute,
+  params: Record<string, string>,
+  query: URLSearchParams,
+  body: LosslessJson | undefined,
+  raw: Buffer | undefined,
+  form?: MultipartForm & { filesField: string },
+): Message {
+  const desc = route.method.input;
+  const violations: Violation[] = [];
+  const pathFields = new Set(route.pathParams);
+  const others = (keep: Set<string>) => new Set(desc.fields.map((f) => f.name).filter((n) => !keep.has(n)));
+  const json: JsonObject = decodeFields(desc, params, ["path"], violations, others(pathFields));
+  if (route.body !== "*") {
+    // Fields neither in the path nor the body come from the query string.
+    const bound = new Set([...pathFields, ...(route.body ? [route.body] : []), ...(form ? [form.filesField] : [])]);
+    // A multipart form's text fields are read as query parameters are, and win over them.
+    const source = new URLSearchParams(query);
+    for (const [name, value] of form?.fields ?? []) source.set(name, value);
+    Object.assign(json, decodeFields(desc, queryObject(desc, source), [form ? "body" : "query"], violations, bound));
+  }
+  if (form) {
+    if (form.files.length === 0) violations.push({ type: "missing", loc: ["body", form.filesField], msg: "Field required", input: null });
+    json[form.filesField] = form.files.map((file) => ({ filename: file.filename, content: file.content.toString("base64") }));
+  } else if (route.body === "") {
+    // No body.
+  } else if (rawBodyField(route)) {
+    if (!raw || raw.length === 0) violations.push({ type: "missing", loc: ["body"], msg: "Field required", input: null });
+    else json[route.body] = raw.toString("base64");
+  } else if (body === undefined) {
+    violations.push({ type: "missing", loc: ["body"], msg: "Field required", input: null });
+  } else if (!isObject(body)) {
+    violations.push({ type: "model_attributes_type", loc: ["body"], msg: "Input should be a valid dictionary or object to extract fields from", input: plain(body) });
+  } else if (route.body === "*") {
+    Object.assign(json, decodeFields(desc, body, ["body"], violations, pathFields));
+  } else {
+    Object.assign(json, decodeFields(desc, { [route.body]: body }, [], violations, others(new Set([route.body]))));
+  }
+  if (violations.length > 0) throw validationError(violations);
+  try {
+    return fromJson(desc, json, { ignoreUnknownFields: true });
+  } catch (error) {
+    throw validationError([{ type: "value_error", loc: ["body"], msg: `Value error, ${error instanceof Error ? error.message : String(error)}`, input: null }]);
+  }
+}
+
+function queryObject(desc: DescMessage, query: URLSearchParams): { [key: string]: LosslessJson } {
+  const out: { [key: string]: LosslessJson } = {};
+  for (const field of desc.fields) {
+    const values = query.getAll(field.name);
+    if (values.length === 0) continue;
+    out[field.name] = field.fieldKind === "list" ? values : (values[values.length - 1] as string);
+  }
+  return out;
+}
+
+async function respondUnary(res: Response, endpoint: Endpoint, route: RestRoute, request: Message, context: HandlerContext): Promise<number> {
+  const unary = endpoint.unary;
+  if (!unary) throw new Error("not a unary endpoint");
+  const output = create(route.method.output, await unary(request, context));
+  const json = encodeMessage(route.method.output, output);
+  writeJson(res, 200, route.responseBody ? (json[route.responseBody] ?? null) : json, headersToRecord(context.responseHeader));
+  return 200;
+}
+
+/** How long a stream's first message may take before the headers go out without it. */
+const FIRST_MESSAGE_WAIT_MS = 5_000;
+
+/**
+ * Server-sent events: `data: {json}` per message, then `data: [DONE]`. Errors before the first
+ * message are plain JSON errors; a first message that takes longer than FIRST_MESSAGE_WAIT_MS
+ * (a watch of a job that is quiet) does not hold the headers back, so the client knows the
+ * stream is open, and later errors arrive as a `data:` message.
+ */
+async function streamEvents(res: Response, endpoint: Endpoint, request: Message, context: HandlerContext, openai: boolean): Promise<number> {
+  const stream = endpoint.stream;
+  if (!stream) throw new Error("not a streaming endpoint");
+  const output = endpoint.method.output;
+  const iterator = stream(request, context)[Symbol.asyncIterator]();
+  const first = iterator.next();
+  let timer: NodeJS.Timeout | undefined;
+  const slow = await Promise.race([first.then(() => false), new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), FIRST_MESSAGE_WAIT_MS)))]).finally(() => clearTimeout(timer));
+  const open = () => res.writeHead(200, { ...headersToRecord(context.responseHeader), "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" });
+  if (slow) {
+    open();
+    // A comment line (SSE clients skip it) puts the headers on the wire.
+    res.write(": waiting for the first message\n\n");
+  }
+  let next: Awaited<typeof first>;
+  try {
+    next = await first;
+  } catch (error) {
+    if (!slow) throw error;
+    res.end(`data: ${JSON.stringify(restError(toConnectError(error), { openai }).body)}\n\n`);
+    return 200;
+  }
+  if (!slow) open();
+  try {
+    while (!next.done) {
+      await written(res, `data: ${JSON.stringify(encodeMessage(output, create(output, next.value)))}\n\n`);
+      if (context.signal.aborted) break;
+      next = await iterator.next();
+    }
+    if (!context.signal.aborted) res.write("data: [DONE]\n\n");
+  } catch (error) {
+    const mapped = restError(toConnectError(error), { openai });
+    res.write(`data: ${JSON.stringify(mapped.body)}\n\n`);
+  } finally {
+    await iterator.return?.();
+    res.end();
+  }
+  return 200;
+}
+
+/**
+ * A file as its own bytes (rules with `raw_response`): headers from the first message, then each
+ * message's `data`. An error before the first message is a plain JSON error; after it, the
+ * connection is cut short, so the client sees fewer bytes than Content-Length promised.
+ */
+async function streamRaw(res: Response, endpoint: Endpoint, request: Message, context: HandlerContext): Promise<number> {
+  const stream = endpoint.stream;
+  if (!stream) throw new Error("not a streaming endpoint");
+  const iterator = stream(request, context)[Symbol.asyncIterator]();
+  let next = await iterator.next();
+  const first = next.done ? undefined : (next.value as { contentType?: string; filename?: string; size?: bigint });
+  const filename = first?.filename || "download";
+  res.writeHead(200, {
+    ...headersToRecord(context.responseHeader),
+    "content-type": first?.contentType || "application/octet-stream",
+    ...(first?.size !== undefined ? { "content-length": String(first.size) } : {}),
+    "content-disposition": contentDisposition(filename),
+  });
+  try {
+    while (!next.done) {
+      const data = (next.value as { data?: Uint8Array }).data;
+      if (data && data.byteLength > 0) await written(res, data);
+      if (context.signal.aborted) break;
+      next = await iterator.next();
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  } finally {
+    await iterator.return?.();
+  }
+  return 200;
+}
+
+/**
+ * Writes a chunk and waits until the connection has taken it (or is gone): a client that reads
+ * slowly holds the stream back instead of piling it up in memory, and one that stops reading is
+ * cut off by the listener's stall timeout.
+ */
+async function written(res: Response, chunk: string | Uint8Array): Promise<void> {
+  if (res.write(chunk) || res.destroyed) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/** An attachment header for any file name: an ASCII stand-in, and the name itself as RFC 6266 allows. */
+function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return ascii === filename ? `attachment; filename="${ascii}"` : `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+function header(req: Request, name: string): string | null {
+  const value = req.headers[name];
+  return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
+}
+
+function headersOf(req: Request): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+  }
+  return headers;
+}
+
+function headersToRecord(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    out[name] = value;
+  });
+  return out;
+}
+
+function isObject(value: LosslessJson | undefined): value is { [key: string]: LosslessJson } {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,8 @@
+// The store's face: the MongoDB connection, the embedded-database launcher, blobs, pagination and
+// the append-only log that services build their collections on.
+export { Blobs } from "./blobs.js";
+export { BucketedLog } from "./bucketed-log.js";
+export { databaseHealth, type DatabaseHealth } from "./health.js";
+export { type EmbeddedDatabase, startEmbeddedDatabase } from "./launcher.js";
+export { connectDatabase, type Database, ensureIndexes, isDuplicateKey, publishDatabaseUri, runningDatabaseUri, upsertTolerant } from "./mongo.js";
+export { listEnvelope, type Page, paginate } from "./pagination.js";

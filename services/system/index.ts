@@ -1,0 +1,2 @@
+// The system face: the deployment's health, system check and current-entity RPCs.
+export { systemHandlers, type SystemDeps } from "./handlers.js";
