@@ -228,7 +228,9 @@ describe("run views", () => {
     await page.goto(`${url}/#/jobs/${jobId}`);
 
     await page.waitForSelector('.job-status [data-status="succeeded"]', { timeout: 300_000 });
-    expect(await page.textContent("[data-testid=steps]")).toBe("120 of 120 gradient steps");
+    // The status comes from polling the job and the steps from its event stream: on a loaded
+    // machine the last step's event may arrive just after the status shows "succeeded".
+    await expect.poll(() => page.textContent("[data-testid=steps]"), { timeout: 30_000 }).toBe("120 of 120 gradient steps");
     expect(await attribute(loss, "data-points")).toBe("120");
     expect(await page.locator(".steps-table tbody tr").count()).toBe(120);
     expect(await page.textContent('.steps-table tbody tr[data-step="120"] td:first-child')).toBe("120");
