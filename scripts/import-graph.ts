@@ -6,7 +6,7 @@ import { pathToFileURL } from "node:url";
 import { cruise, type ICruiseResult, type IModule } from "dependency-cruiser";
 
 /** A top-level folder of services/ ("services/models/registry.ts" -> "models"). */
-export function folderOf(path: string): string | undefined {
+function folderOf(path: string): string | undefined {
   return /^services\/([^/]+)\//.exec(path)?.[1];
 }
 

@@ -1,3 +1,3 @@
 // The artifact store's face: named, versioned sets of files in the blob store.
-export { type ArtifactFile, type ArtifactRecord, Artifacts, artifactUrl } from "./store.js";
+export { type ArtifactFile, type ArtifactRecord, Artifacts } from "./store.js";
 export { artifactsHandlers } from "./handlers.js";

@@ -1,3 +1,3 @@
 // The gateway's face: the transport the composition root starts, and the API keys it authenticates with.
 export { serveGateway, type Gateway, type GatewayOptions } from "./serve.js";
-export { ApiKeys, type ApiKeyRecord } from "./auth/api-keys.js";
+export { ApiKeys } from "./auth/api-keys.js";

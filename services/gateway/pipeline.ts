@@ -29,7 +29,7 @@ export interface Endpoint {
  * contract puts the artifact upload on Training and health on Models; their code lives with the
  * folders that own them). A method implemented twice is a wiring error.
  */
-export function mergeHandlers(handlers: ServiceHandlers[]): ServiceHandlers[] {
+function mergeHandlers(handlers: ServiceHandlers[]): ServiceHandlers[] {
   const merged = new Map<DescService, Record<string, unknown>>();
   for (const { service, impl } of handlers) {
     const into = merged.get(service) ?? {};

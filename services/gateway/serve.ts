@@ -10,7 +10,7 @@ import type { ServiceHandlers } from "../core/rpc/index.js";
 import type { WandbApi } from "../wandb/index.js";
 import type { ApiKeys } from "./auth/api-keys.js";
 import { listen } from "./listener.js";
-import { buildEndpoints, mergeHandlers, registerEndpoints } from "./pipeline.js";
+import { buildEndpoints, registerEndpoints } from "./pipeline.js";
 import { registerReflection } from "./reflection.js";
 import { createTranscoder } from "./transcoder.js";
 import { serveConsole } from "./console-files.js";
@@ -39,7 +39,7 @@ export async function serveGateway({ handlers, keys, wandb, config, log }: Gatew
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerEndpoints(router, endpoints);
-      registerReflection(router, mergeHandlers(handlers).map((h) => h.service));
+      registerReflection(router, [...new Set(handlers.map((h) => h.service))]);
     },
     readMaxBytes: config.bodyLimitBytes,
     shutdownSignal: shutdown.signal,

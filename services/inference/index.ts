@@ -5,16 +5,12 @@
 export { inferenceHandlers } from "./handlers.js";
 export { ModelResolver } from "./generation/resolve-model.js";
 
-// The engine: clients of the engine process, remote engines, and the engine protocol's types.
+// The engine: the engine process's client, remote engines, and the set the handlers generate on.
 export { EngineClient } from "./engine/client.js";
 export { EngineSet } from "./engine/inference-engine.js";
 export { buildRemoteEngines } from "./engine/remote/build.js";
-export type { BaseModelRef, EngineSettings, GenerateRequest } from "./engine/protocol.js";
 
-// llama.cpp: binaries, models, prompts and threads (training renders prompts as sampling does).
-export { describeBinary, loadLlama, type LlamaBinary } from "./engine/llama/binary.js";
-export { installedLlamaServer, prebuiltIsSafeFallback, readBinariesReport } from "./engine/llama-binaries.js";
+// llama.cpp: where a base model's GGUF is, and its vocabulary and chat template (training
+// tokenizes with the engine's own).
 export { chatTemplateOf, vocabTokens } from "./engine/llama/model-info.js";
 export { modelPath } from "./engine/llama/model-source.js";
-export { buildPrompt } from "./engine/llama/prompt.js";
-export { threadsFor } from "./engine/llama/threads.js";

@@ -10,7 +10,7 @@
 // of them. The grid then reaches both ends, so no value is clipped and each is within half a step
 // of its code: |x - x'| <= d·sc / 2, a step at most (range + dmin) / nmax + d. On N(0, 1) the RMS
 // error is ~10% above ggml's (README.md); llama.cpp reads both the same way.
-import { blockCount, checkBlockBytes } from "./blocks.js";
+import { blockCount, decodeBlocks } from "./blocks.js";
 import { f16BitsToF32, f32ToF16BitsUp } from "./half.js";
 
 export const QK_K = 256;
@@ -136,13 +136,8 @@ function quantizeScaleMin(f: ScaleMinFormat, values: Float32Array): Uint8Array {
 }
 
 function dequantizeScaleMin(f: ScaleMinFormat, bytes: Uint8Array, elements: number): Float32Array {
-  const blocks = blockCount(f.type, QK_K, elements);
-  checkBlockBytes(f.type, bytes, blocks, f.blockBytes);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Float32Array(elements);
   const codes = new Uint8Array(QK_K);
-  for (let b = 0; b < blocks; b++) {
-    const at = b * f.blockBytes;
+  return decodeBlocks(f.type, QK_K, f.blockBytes, bytes, elements, (view, at, out, base) => {
     const d = f16BitsToF32(view.getUint16(at, true));
     const dmin = f16BitsToF32(view.getUint16(at + 2, true));
     f.unpack(bytes, at, codes);
@@ -151,10 +146,9 @@ function dequantizeScaleMin(f: ScaleMinFormat, bytes: Uint8Array, elements: numb
       // f32 throughout, as the C: d1 = d * sc, m1 = min * m, y = d1 * q - m1 (no fused multiply-add).
       const step = Math.fround(d * sc);
       const min = Math.fround(dmin * m);
-      for (let i = j * SUB; i < (j + 1) * SUB; i++) out[b * QK_K + i] = Math.fround(step * codes[i]!) - min;
+      for (let i = j * SUB; i < (j + 1) * SUB; i++) out[base + i] = Math.fround(step * codes[i]!) - min;
     }
-  }
-  return out;
+  });
 }
 
 /** The inverse of scaleMin: sub-blocks 0-3 in the low 6 bits of bytes 0-3 / 4-7, 4-7 split across the rest. */

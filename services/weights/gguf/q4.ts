@@ -5,7 +5,7 @@
 // affine, f16 d and m then the codes, x ≈ q·d + m with d = (max - min) / 15, m = min.
 // Arithmetic is rounded to f32 (Math.fround) and codes truncated as the C casts do, so the bytes
 // match llama.cpp's quantiser.
-import { blockCount, checkBlockBytes } from "./blocks.js";
+import { blockCount, decodeBlocks } from "./blocks.js";
 import { f16BitsToF32, f32ToF16Bits } from "./half.js";
 
 export const Q4_BLOCK = 32;
@@ -76,39 +76,25 @@ function code(v: number): number {
 }
 
 export function dequantizeQ4_0(bytes: Uint8Array, elements: number): Float32Array {
-  const blocks = blockCount("Q4_0", Q4_BLOCK, elements);
-  checkBlockBytes("Q4_0", bytes, blocks, Q4_0_BLOCK_BYTES);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Float32Array(elements);
-  for (let b = 0; b < blocks; b++) {
-    const at = b * Q4_0_BLOCK_BYTES;
+  return decodeBlocks("Q4_0", Q4_BLOCK, Q4_0_BLOCK_BYTES, bytes, elements, (view, at, out, base) => {
     const d = f16BitsToF32(view.getUint16(at, true));
-    const base = b * Q4_BLOCK;
     for (let j = 0; j < HALF; j++) {
       const q = bytes[at + 2 + j]!;
       out[base + j] = ((q & 0x0f) - 8) * d;
       out[base + HALF + j] = ((q >> 4) - 8) * d;
     }
-  }
-  return out;
+  });
 }
 
 export function dequantizeQ4_1(bytes: Uint8Array, elements: number): Float32Array {
-  const blocks = blockCount("Q4_1", Q4_BLOCK, elements);
-  checkBlockBytes("Q4_1", bytes, blocks, Q4_1_BLOCK_BYTES);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Float32Array(elements);
-  for (let b = 0; b < blocks; b++) {
-    const at = b * Q4_1_BLOCK_BYTES;
+  return decodeBlocks("Q4_1", Q4_BLOCK, Q4_1_BLOCK_BYTES, bytes, elements, (view, at, out, base) => {
     const d = f16BitsToF32(view.getUint16(at, true));
     const m = f16BitsToF32(view.getUint16(at + 2, true));
-    const base = b * Q4_BLOCK;
     for (let j = 0; j < HALF; j++) {
       const q = bytes[at + 4 + j]!;
       // q·d rounded to f32 before adding m, as the C expression `x0*d + m` (no fused multiply-add).
       out[base + j] = Math.fround((q & 0x0f) * d) + m;
       out[base + HALF + j] = Math.fround((q >> 4) * d) + m;
     }
-  }
-  return out;
+  });
 }

@@ -9,7 +9,7 @@
 // to the next f16 and each int8 scale up to the next multiple of d: no value is clipped and
 // |x - x'| <= d·sc / 2, a step at most the sub-block's own plus d. On N(0, 1) the RMS error is ~10%
 // above ggml's. Scales are never negative here (ggml's may be); both decode alike.
-import { blockCount, checkBlockBytes } from "./blocks.js";
+import { blockCount, decodeBlocks } from "./blocks.js";
 import { f16BitsToF32 } from "./half.js";
 import { checkedHalf, QK_K } from "./k-quants.js";
 
@@ -70,19 +70,13 @@ export function quantizeQ6_K(values: Float32Array): Uint8Array {
 }
 
 export function dequantizeQ6_K(bytes: Uint8Array, elements: number): Float32Array {
-  const blocks = blockCount("Q6_K", QK_K, elements);
-  checkBlockBytes("Q6_K", bytes, blocks, Q6_K_BLOCK_BYTES);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Float32Array(elements);
-  for (let b = 0; b < blocks; b++) {
-    const at = b * Q6_K_BLOCK_BYTES;
+  return decodeBlocks("Q6_K", QK_K, Q6_K_BLOCK_BYTES, bytes, elements, (view, at, out, base) => {
     const d = f16BitsToF32(view.getUint16(at + D_AT, true));
     for (let e = 0; e < QK_K; e++) {
       const c = codeAt(e);
       const q = (((bytes[at + c.ql]! >> c.shift) & 0x0f) | (((bytes[at + c.qh]! >> c.hshift) & 3) << 4)) - 32;
       // f32 as the C `d * sc[is] * q`: (d·sc) rounded, then times q.
-      out[b * QK_K + e] = Math.fround(d * view.getInt8(at + SCALES_AT + (e >> 4))) * q;
+      out[base + e] = Math.fround(d * view.getInt8(at + SCALES_AT + (e >> 4))) * q;
     }
-  }
-  return out;
+  });
 }
