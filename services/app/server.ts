@@ -43,6 +43,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       sequences: config.engineSequences,
       contextSize: config.engineContextSize,
       maxQueue: config.engineMaxQueue,
+      maxQueuePerEntity: config.engineMaxQueuePerEntity,
+      maxSequencesPerEntity: config.engineMaxSequencesPerEntity,
       maxContexts: config.engineMaxContexts,
       contextMemoryBytes: (config.engineContextMemoryMb || Math.floor(totalmem() / 4 / 2 ** 20)) * 2 ** 20,
       logLevel: config.logLevel,
@@ -50,20 +52,23 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       hubTimeoutMs: config.engineHubTimeoutMs,
       binary: config.engineBinary,
       faults: config.engineFaultInjection,
+      nice: config.engineNice,
     },
     log.child({ component: "engine" }),
   );
   const remoteEngines = await buildRemoteEngines(config.engines, { catalog, renderer: embeddedEngine, dataDir: config.dataDir, hubTimeoutMs: config.engineHubTimeoutMs, log });
-  const engine = new EngineSet(embeddedEngine, remoteEngines);
+  const engine = new EngineSet(embeddedEngine, remoteEngines, { maxGenerationsPerEntity: config.entityMaxGenerations });
   // A vLLM replica loads the checkpoint's PEFT files, not only its GGUF.
   const peftBases = new Set(config.engines.filter((e) => e.kind === "vllm").map((e) => e.base));
+  // The embedded engine runs a request's n choices in parallel sequences; remote replicas take n as requests.
+  const remoteBases = new Set(config.engines.map((e) => e.base));
   const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters, wholeAdapter: (base) => peftBases.has(base) });
 
   const handlers = [
-    inferenceHandlers({ engine, resolver, catalog, registry, checkpoints }),
+    inferenceHandlers({ engine, resolver, catalog, registry, checkpoints, limits: { maxPromptBytes: config.maxPromptBytes, maxChoices: (base) => (remoteBases.has(base) ? null : config.engineSequences) } }),
     modelsHandlers({ catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, trainability }),
     systemHandlers({ database, jobs, databaseHealth: () => databaseHealth(database, embedded) }),
-    trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, onJobCreated: () => worker.wake() }),
+    trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, maxJobsPerEntity: config.entityMaxJobs, onJobCreated: () => worker.wake() }),
     artifactsHandlers({ artifacts }),
     eventsHandlers({ events, ownedJobId: async (entity, id) => (await jobs.getOwned(entity, id))._id }),
   ];

@@ -10,7 +10,7 @@ import { modelPath } from "../inference/index.js";
 import { AdapterFiles, BaseModelCatalog, Checkpoints, ModelDeletion, ModelRegistry, Runs, Trainability, TrajectoryLog } from "../models/index.js";
 import { Blobs, ensureIndexes } from "../store/index.js";
 import { TrainingJobs } from "../jobs/index.js";
-import { DEFAULT_TRAINER_PYTHON, LocalTrainer, trainerFor, TrainerPool, TrainingWorker } from "../training/index.js";
+import { DEFAULT_TRAINER_PYTHON, LocalTrainer, trainerFor, TrainerPool, trainerSettings, TrainingWorker } from "../training/index.js";
 import { ArtifactUploads, ArtifactViews, loraImporter, UrlSigner, WandbApi, WandbRuns, WandbRunStates } from "../wandb/index.js";
 import { ApiKeys } from "../gateway/index.js";
 
@@ -39,8 +39,8 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   const local =
     config.trainerUrls.length > 0
       ? null
-      : new LocalTrainer({ python: config.trainerPython || DEFAULT_TRAINER_PYTHON, dataDir: config.dataDir, threads: config.trainerThreads, log: log.child({ component: "trainer" }) });
-  const trainers = new TrainerPool(config.trainerUrls, local);
+      : new LocalTrainer({ python: config.trainerPython || DEFAULT_TRAINER_PYTHON, dataDir: config.dataDir, threads: config.trainerThreads, nice: config.trainerNice, log: log.child({ component: "trainer" }) });
+  const trainers = new TrainerPool(config.trainerUrls, local, trainerSettings(config));
   // hf: models are only inspected once the engine or a job has downloaded them.
   const trainability = new Trainability(catalog, (entry) => (entry.source.startsWith("hf:") ? Promise.resolve(null) : modelPath(entry.source, config.dataDir, 0).catch(() => null)));
   const worker = new TrainingWorker(
@@ -75,6 +75,14 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
     uploads: new ArtifactUploads(db, blobs, artifacts, views, registry, importCheckpoint),
     signer: await UrlSigner.open(db),
     serverVersion: SERVICE_VERSION,
+    queryLimits: {
+      maxAliases: config.wandbGraphqlMaxAliases,
+      maxFields: config.wandbGraphqlMaxFields,
+      maxDepth: config.wandbGraphqlMaxDepth,
+      maxCost: config.wandbGraphqlMaxCost,
+      introspection: config.wandbGraphqlIntrospection,
+    },
+    costBudget: { capacity: config.wandbGraphqlEntityBudget, windowMs: config.wandbGraphqlBudgetWindowMs },
   });
   return { keys, blobs, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb };
 }

@@ -48,6 +48,8 @@ export class ApiError extends Error {
     message: string,
     readonly violations: Violation[] = [],
     readonly body?: ErrorBody,
+    /** Seconds after which a retry may succeed (overloaded and unavailable errors: Retry-After). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = "ApiError";
@@ -63,7 +65,8 @@ export const badRequest = (message: string) => new ApiError("bad_request", messa
 export const notFound = (message: string) => new ApiError("not_found", message);
 export const conflict = (message: string) => new ApiError("conflict", message);
 export const unauthenticated = (message: string) => new ApiError("unauthenticated", message);
-export const overloaded = (message: string) => new ApiError("overloaded", message);
+/** 429: a limit was reached; the message names the limit, `retryAfterSeconds` says when to try again. */
+export const overloaded = (message: string, retryAfterSeconds = 1) => new ApiError("overloaded", message, [], undefined, Math.max(1, Math.ceil(retryAfterSeconds)));
 export const unavailable = (message: string, body?: ErrorBody) => new ApiError("unavailable", message, [], body);
 export const unimplemented = (what: string) =>
   new ApiError("unimplemented", `${what} is not available in this version of the service yet`);
@@ -116,7 +119,9 @@ export function toConnectError(error: unknown): ConnectError {
       });
     }
     if (error.body) details.push({ desc: error.body.schema, value: error.body.message });
-    return new ConnectError(clipText(error.message, MESSAGE_CHARS), codeOfKind[error.kind], undefined, details, error);
+    // Retry-After travels as response metadata: a header on Connect and REST, trailing metadata on gRPC.
+    const metadata = error.retryAfterSeconds === undefined ? undefined : { "retry-after": String(error.retryAfterSeconds) };
+    return new ConnectError(clipText(error.message, MESSAGE_CHARS), codeOfKind[error.kind], metadata, details, error);
   }
   if (isDatabaseUnavailable(error)) {
     return new ConnectError(`the database is unavailable, try again shortly (${clipText(error.message, 200)})`, Code.Unavailable, undefined, undefined, error);

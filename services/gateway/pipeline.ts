@@ -6,9 +6,8 @@ import { getOption, hasOption, type DescField, type DescMessage, type DescMethod
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { toConnectError, unimplemented, validationError } from "../core/errors.js";
-import type { ApiKeys } from "./auth/api-keys.js";
+import type { Callers } from "./auth/callers.js";
 import { principalKey, restValidatedKey, type ServiceHandlers } from "../core/rpc/index.js";
-import { authenticate } from "./auth/authenticate.js";
 import { restRule } from "./validation/rules.js";
 import { validateMessage } from "./validation/validate-message.js";
 import type { Loc } from "./validation/checks.js";
@@ -42,12 +41,12 @@ function mergeHandlers(handlers: ServiceHandlers[]): ServiceHandlers[] {
   return [...merged].map(([service, impl]) => ({ service, impl }) as ServiceHandlers);
 }
 
-export function buildEndpoints(handlers: ServiceHandlers[], keys: ApiKeys): Endpoint[] {
+export function buildEndpoints(handlers: ServiceHandlers[], callers: Callers): Endpoint[] {
   const endpoints: Endpoint[] = [];
   for (const { service, impl } of mergeHandlers(handlers)) {
     const fns = impl as unknown as Record<string, UnaryFn | StreamFn | undefined>;
     for (const method of service.methods) {
-      const prepare = preparer(method, keys);
+      const prepare = preparer(method, callers);
       const fn = fns[method.localName];
       const name = `${service.typeName}/${method.name}`;
       if (method.methodKind === "unary") {
@@ -84,22 +83,23 @@ export function buildEndpoints(handlers: ServiceHandlers[], keys: ApiKeys): Endp
   return endpoints;
 }
 
-export function registerEndpoints(router: ConnectRouter, endpoints: Endpoint[]): void {
+/** `readMaxBytesOf`: the largest request message of a service (Connect, gRPC and gRPC-Web). */
+export function registerEndpoints(router: ConnectRouter, endpoints: Endpoint[], readMaxBytesOf?: (service: DescService) => number): void {
   const byService = new Map<DescService, Record<string, UnaryFn | StreamFn>>();
   for (const endpoint of endpoints) {
     const impl = byService.get(endpoint.service) ?? {};
     impl[endpoint.method.localName] = (endpoint.unary ?? endpoint.stream) as UnaryFn | StreamFn;
     byService.set(endpoint.service, impl);
   }
-  for (const [service, impl] of byService) router.service(service, impl as unknown as Partial<ServiceImpl<DescService>>);
+  for (const [service, impl] of byService) router.service(service, impl as unknown as Partial<ServiceImpl<DescService>>, readMaxBytesOf ? { readMaxBytes: readMaxBytesOf(service) } : {});
 }
 
-function preparer(method: DescMethod, keys: ApiKeys) {
+function preparer(method: DescMethod, callers: Callers) {
   const isPublic = restRule(method)?.public ?? false;
   const locOf = locator(method);
   return async (request: Message, context: HandlerContext) => {
     if (!isPublic && !context.values.get(principalKey)) {
-      context.values.set(principalKey, await authenticate(keys, context.requestHeader.get("authorization")));
+      context.values.set(principalKey, await callers.authenticate(context.requestHeader.get("authorization")));
     }
     if (!context.values.get(restValidatedKey)) {
       const violations = validateMessage(method.input, request, locOf);

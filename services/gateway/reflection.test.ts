@@ -18,6 +18,7 @@ import { ModelSchema, Models } from "../../gen/srl/v1/models_pb.js";
 import { Training } from "../../gen/srl/v1/training_pb.js";
 import { errorDetailSchemas } from "../core/errors.js";
 import type { ApiKeys } from "./auth/api-keys.js";
+import { Callers } from "./auth/callers.js";
 import { defineHandlers } from "../core/rpc/index.js";
 import { buildEndpoints, registerEndpoints } from "./pipeline.js";
 import { registerReflection } from "./reflection.js";
@@ -149,7 +150,7 @@ describe("gRPC server reflection over connect-node (h2c)", () => {
   beforeAll(async () => {
     const routes = (router: ConnectRouter) => {
       // No handlers: requests are authenticated and validated, then answered unimplemented.
-      registerEndpoints(router, buildEndpoints(exposed.map((service) => defineHandlers(service, {})), keys));
+      registerEndpoints(router, buildEndpoints(exposed.map((service) => defineHandlers(service, {})), new Callers(keys)));
       registerReflection(router, exposed);
     };
     server = http2.createServer(connectNodeAdapter({ routes }));

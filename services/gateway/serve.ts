@@ -2,6 +2,8 @@
 // connect router, W&B's routes, the console's files, REST through the transcoder, each request
 // behind the error boundary. What it serves (the services' handlers) is handed in by the
 // composition root (services/app/server.ts).
+import type { DescService } from "@bufbuild/protobuf";
+import { Inference } from "../../gen/srl/v1/inference_pb.js";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Config } from "../core/config.js";
@@ -9,6 +11,8 @@ import type { Logger } from "../core/logger.js";
 import type { ServiceHandlers } from "../core/rpc/index.js";
 import type { WandbApi } from "../wandb/index.js";
 import type { ApiKeys } from "./auth/api-keys.js";
+import { Callers } from "./auth/callers.js";
+import { EntityRateLimit } from "./auth/entity-rate-limit.js";
 import { listen } from "./listener.js";
 import { buildEndpoints, registerEndpoints } from "./pipeline.js";
 import { registerReflection } from "./reflection.js";
@@ -32,13 +36,18 @@ export interface Gateway {
 }
 
 export async function serveGateway({ handlers, keys, wandb, config, log }: GatewayOptions): Promise<Gateway> {
-  const endpoints = buildEndpoints(handlers, keys);
+  const rate = () => new EntityRateLimit(config.entityRequestsPerSecond, config.entityRequestBurst);
+  const callers = new Callers(keys, rate(), rate());
+  const endpoints = buildEndpoints(handlers, callers);
   const shutdown = new AbortController();
-  const transcoder = createTranscoder({ endpoints, keys, bodyLimitBytes: config.bodyLimitBytes, log, shutdownSignal: shutdown.signal });
-  const wandbApi = wandbRoutes({ api: wandb, keys, bodyLimitBytes: config.bodyLimitBytes, log });
+  // Generation requests are bounded well below uploads: a huge prompt is refused while it is read,
+  // before the gateway's one event loop parses it.
+  const bodyLimitOfService = (service: DescService) => (service === Inference ? Math.min(config.inferenceBodyLimitBytes, config.bodyLimitBytes) : config.bodyLimitBytes);
+  const transcoder = createTranscoder({ endpoints, callers, bodyLimitOf: (method) => bodyLimitOfService(method.parent), log, shutdownSignal: shutdown.signal });
+  const wandbApi = wandbRoutes({ api: wandb, callers, bodyLimitBytes: config.bodyLimitBytes, log });
   const handler = connectNodeAdapter({
     routes: (router) => {
-      registerEndpoints(router, endpoints);
+      registerEndpoints(router, endpoints, bodyLimitOfService);
       registerReflection(router, [...new Set(handlers.map((h) => h.service))]);
     },
     readMaxBytes: config.bodyLimitBytes,

@@ -2,14 +2,13 @@
 // authenticate, decode and validate the JSON (pydantic-style 422s), call the same endpoint the
 // Connect and gRPC routes call, and write JSON (or server-sent events for streaming methods).
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { create, fromJson, ScalarType, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
+import { create, fromJson, ScalarType, type DescMessage, type DescMethod, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { clipText } from "../core/clip.js";
 import { toConnectError, validationError, type Violation } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
-import type { ApiKeys } from "./auth/api-keys.js";
+import type { Callers } from "./auth/callers.js";
 import { principalKey, rawBodyKey, restValidatedKey } from "../core/rpc/index.js";
-import { authenticate } from "./auth/authenticate.js";
 import type { Endpoint } from "./pipeline.js";
 import { restRule } from "./validation/rules.js";
 import { decodeFields, finiteNumberViolation, plain } from "./rest/json-decode.js";
@@ -28,8 +27,9 @@ type Response = Parameters<NodeHandler>[1];
 
 export interface TranscoderOptions {
   endpoints: Endpoint[];
-  keys: ApiKeys;
-  bodyLimitBytes: number;
+  callers: Callers;
+  /** Largest request body of a method (413 past it, before anything is parsed). */
+  bodyLimitOf(method: DescMethod): number;
   log: Logger;
   shutdownSignal: AbortSignal;
 }
@@ -59,9 +59,9 @@ export function createTranscoder(options: TranscoderOptions) {
       openai = restRule(first.route.method)?.openaiErrors ?? false;
       const values = createContextValues();
       if (!(restRule(first.route.method)?.public ?? false)) {
-        values.set(principalKey, await authenticate(options.keys, header(req, "authorization")));
+        values.set(principalKey, await options.callers.authenticate(header(req, "authorization")));
       }
-      const raw = first.route.body === "" ? undefined : await readBody(req, options.bodyLimitBytes);
+      const raw = first.route.body === "" ? undefined : await readBody(req, options.bodyLimitOf(first.route.method));
       const body = raw === undefined || rawBodyField(first.route) ? undefined : parseBody(raw);
       const chosen = chooseRoute(candidates, body);
       route = chosen.route;

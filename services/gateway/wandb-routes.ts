@@ -4,17 +4,25 @@
 // GraphQL hands out (`PUT /wandb/uploads/{token}`, `GET /wandb/files/{token}/{name}`), which
 // carry their grant themselves as cloud storage URLs do. The SDK authenticates with HTTP basic
 // `api:<key>`; errors are answered with statuses the SDK does not retry (4xx), so a request that
-// is not served fails at once with the message.
+// is not served fails at once with the message. Every route checks its credentials (the key, or
+// the upload URL's token) before it reads a body; a request refused before its body was read is
+// answered with `Connection: close`, so the rest of the body is never read.
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { badRequest, toConnectError } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
-import type { WandbApi } from "../wandb/index.js";
-import type { ApiKeys } from "./auth/api-keys.js";
-import { authenticate } from "./auth/authenticate.js";
+import { FieldTooLarge, type WandbApi } from "../wandb/index.js";
+import type { Callers } from "./auth/callers.js";
 import { writeJson } from "./http-boundary.js";
 import { httpStatusOf } from "./rest/error-response.js";
 import { BodyTooLarge, readBody } from "./rest/read-body.js";
 import { decodeSegment, requestTarget } from "./rest/request-target.js";
+
+/**
+ * GraphQL and file-stream bodies are JSON parsed on the gateway's one event loop: bounded well
+ * below uploads (the SDK's largest, a createArtifactFiles of thousands of files or a file-stream
+ * batch of history rows, stays far below it).
+ */
+const JSON_BODY_LIMIT_BYTES = 16 * 2 ** 20;
 
 type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type Request = Parameters<NodeHandler>[0];
@@ -22,14 +30,14 @@ type Response = Parameters<NodeHandler>[1];
 
 export interface WandbRouteOptions {
   api: WandbApi;
-  keys: ApiKeys;
+  callers: Callers;
   bodyLimitBytes: number;
   log: Logger;
 }
 
 /** Serves the request if it is one of the W&B API's; false otherwise. */
 export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Response) => Promise<boolean> {
-  const { api, keys, log } = options;
+  const { api, callers, log } = options;
   return async (req, res) => {
     const path = requestTarget(req.url)?.pathname ?? "/";
     const verb = (req.method ?? "GET").toUpperCase();
@@ -40,21 +48,24 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
     try {
       switch (route.kind) {
         case "graphql": {
-          const principal = await authenticate(keys, header(req, "authorization"));
-          const body = parseJson(await readBody(req, options.bodyLimitBytes));
+          const principal = await callers.authenticate(header(req, "authorization"));
+          const body = parseJson(await readBody(req, Math.min(options.bodyLimitBytes, JSON_BODY_LIMIT_BYTES)));
           const answer = await api.graphql(principal, body, baseUrlOf(req));
           status = answer.status;
-          writeJson(res, status, answer.body);
+          writeJson(res, status, answer.body, answer.headers);
           break;
         }
         case "file_stream": {
-          const principal = await authenticate(keys, header(req, "authorization"));
-          const body = parseJson(await readBody(req, options.bodyLimitBytes));
+          const principal = await callers.authenticate(header(req, "authorization"));
+          const body = parseJson(await readBody(req, Math.min(options.bodyLimitBytes, JSON_BODY_LIMIT_BYTES)));
           writeJson(res, 200, await api.fileStream(principal, route.entity, route.project, route.run, body));
           break;
         }
         case "upload": {
-          await api.upload(route.token, await readBody(req, options.bodyLimitBytes));
+          // The token first (unauthenticated: it is the only credential), then at most what it grants.
+          const target = api.uploadTarget(route.token);
+          const limit = Math.min(options.bodyLimitBytes, target.maxBytes ?? Infinity);
+          await target.receive(target.keep ? await readBody(req, limit) : await drainBody(req, limit));
           res.writeHead(200, { "content-length": "0", etag: '""' });
           res.end();
           break;
@@ -76,10 +87,17 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
     } catch (error) {
       // The one error mapping (core/errors.ts, then REST's statuses), in W&B's body shapes.
       const mapped = toConnectError(error);
-      status = error instanceof BodyTooLarge ? 413 : httpStatusOf(mapped);
+      status = error instanceof BodyTooLarge || error instanceof FieldTooLarge ? 413 : httpStatusOf(mapped);
       if (status >= 500) log.error("wandb api request failed", { path: route.kind, error });
       const message = status === 500 ? "Internal Server Error" : mapped.rawMessage;
-      writeJson(res, status, { errors: [{ message }], error: message }, status === 401 ? { "www-authenticate": 'Basic realm="wandb"' } : {});
+      const headers: Record<string, string> = {};
+      if (status === 401) headers["www-authenticate"] = 'Basic realm="wandb"';
+      if (status === 429 || status === 503) headers["retry-after"] = mapped.metadata.get("retry-after") ?? "1";
+      // A body not read (refused before it, or too large) is not read on: the connection ends with
+      // the answer (HTTP/1.1 only: the header is not valid in HTTP/2, whose stream ends with its response).
+      if (!req.complete && req.httpVersionMajor === 1) headers.connection = "close";
+      if (res.headersSent) res.destroy();
+      else writeJson(res, status, { errors: [{ message }], error: message }, headers);
     }
     log.info("request", { protocol: "wandb", route: route.kind, method: verb, status, duration_ms: Math.round(performance.now() - started) });
     return true;
@@ -116,6 +134,18 @@ function baseUrlOf(req: Request): string {
   const host = ("authority" in req && typeof req.authority === "string" ? req.authority : null) ?? header(req, "host") ?? "localhost";
   const proto = header(req, "x-forwarded-proto") === "https" ? "https" : "http";
   return `${proto}://${host}`;
+}
+
+/** Reads a body up to `limit` bytes and keeps none of it. */
+async function drainBody(req: Request, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  if (declared > limit) throw new BodyTooLarge(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new BodyTooLarge(`request body exceeds the limit of ${limit} bytes`);
+  }
+  return Buffer.alloc(0);
 }
 
 function parseJson(raw: Buffer): unknown {

@@ -10,10 +10,11 @@ import type { InferenceEngine } from "./engine/inference-engine.js";
 import { ChatCompletions } from "./chat/chat-completions.js";
 import { Completions } from "./completions/completions.js";
 import type { EndpointCall } from "./generation/endpoint-call.js";
+import type { RequestLimits } from "./generation/request-bounds.js";
 import type { ModelResolver } from "./generation/resolve-model.js";
 import { ServedModels } from "./models/served-models.js";
 
-export function inferenceHandlers(deps: { engine: InferenceEngine; resolver: ModelResolver; catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints }) {
+export function inferenceHandlers(deps: { engine: InferenceEngine; resolver: ModelResolver; catalog: BaseModelCatalog; registry: ModelRegistry; checkpoints: Checkpoints; limits: RequestLimits }) {
   const chat = new ChatCompletions(deps);
   const completions = new Completions(deps);
   const served = new ServedModels(deps);

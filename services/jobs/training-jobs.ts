@@ -1,7 +1,7 @@
 // Training-job records and the queue workers claim from. A job is `queued` when created,
 // `running` while a worker holds its lease, then `succeeded` or `failed`. One job per model runs
 // at a time, in creation order: a claim takes the model's lock document first, and a lease that
-// is not renewed lets another worker take the job over.
+// is not renewed lets another worker take the job over. Entities take turns at the workers.
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -34,6 +34,8 @@ export interface TrainingJobRecord {
   training_data_url: string | null;
   /** The checkpoint step a succeeded job produced. */
   step: number | null;
+  /** When a worker last claimed it (entities take turns by it); absent before the first claim. */
+  claimed_at?: Date | null;
 }
 
 interface ModelLockRecord {
@@ -58,6 +60,8 @@ export class TrainingJobs {
   async ensureIndexes(): Promise<void> {
     await this.jobs.createIndex({ status: 1, created_at: 1 });
     await this.jobs.createIndex({ model_id: 1, created_at: 1, _id: 1 });
+    await this.jobs.createIndex({ entity: 1, status: 1, created_at: 1 });
+    await this.jobs.createIndex({ entity: 1, claimed_at: -1 });
   }
 
   async createRl(input: { entity: string; modelId: string; groups: JsonObject[]; experimentalConfig: JsonObject }): Promise<TrainingJobRecord> {
@@ -140,16 +144,42 @@ export class TrainingJobs {
   }
 
   /**
-   * Claims the oldest claimable job (queued, or running with an expired lease) whose model has no
-   * other job ahead of it or running, and leases it to `workerId`.
+   * Claims a job for `workerId` and leases it. Entities take turns: the entity with the fewest
+   * jobs running now goes first, then the one whose last claim is oldest (never claimed: first),
+   * so one entity's backlog delays another's next job by at most the jobs already running. Within
+   * an entity, the oldest claimable job (queued, or running with an expired lease) whose model has
+   * no other job ahead of it or running.
    */
   async claim(workerId: string, leaseMs: number): Promise<TrainingJobRecord | null> {
     const now = new Date();
-    const candidates = await this.jobs
-      .find({ $or: [{ status: "queued" }, { status: "running", lease_expires_at: { $lt: now } }] })
-      .sort({ created_at: 1, _id: 1 })
-      .limit(50)
-      .toArray();
+    const claimable = { $or: [{ status: "queued" as const }, { status: "running" as const, lease_expires_at: { $lt: now } }] };
+    // $group rather than distinct: FerretDB's distinct refuses the driver's maxTimeMS.
+    const groups = await this.jobs.aggregate<{ _id: unknown }>([{ $match: claimable }, { $group: { _id: "$entity" } }]).toArray();
+    const entities = groups.map((group) => group._id).filter((entity): entity is string => typeof entity === "string");
+    for (const entity of await this.inTurnOrder(entities, now)) {
+      const claimed = await this.claimFor(entity, claimable, workerId, leaseMs);
+      if (claimed) return claimed;
+    }
+    return null;
+  }
+
+  /** Entities ordered by running jobs (fewest first), then by their last claim (oldest first). */
+  private async inTurnOrder(entities: string[], now: Date): Promise<string[]> {
+    const turns = await Promise.all(
+      entities.map(async (entity) => {
+        const [running, last] = await Promise.all([
+          this.jobs.countDocuments({ entity, status: "running", lease_expires_at: { $gte: now } }),
+          this.jobs.find({ entity, claimed_at: { $ne: null } }, { projection: { claimed_at: 1 } }).sort({ claimed_at: -1 }).limit(1).next(),
+        ]);
+        return { entity, running, lastClaim: last?.claimed_at?.getTime() ?? 0 };
+      }),
+    );
+    turns.sort((a, b) => a.running - b.running || a.lastClaim - b.lastClaim || (a.entity < b.entity ? -1 : 1));
+    return turns.map((turn) => turn.entity);
+  }
+
+  private async claimFor(entity: string, claimable: object, workerId: string, leaseMs: number): Promise<TrainingJobRecord | null> {
+    const candidates = await this.jobs.find({ entity, ...claimable }).sort({ created_at: 1, _id: 1 }).limit(50).toArray();
     const seenModels = new Set<string>();
     for (const job of candidates) {
       if (seenModels.has(job.model_id)) continue; // only a model's oldest claimable job
@@ -160,13 +190,18 @@ export class TrainingJobs {
       if (!(await this.lockModel(job.model_id, job._id, expires))) continue;
       const claimed = await this.jobs.findOneAndUpdate(
         { _id: job._id, status: job.status, lease_expires_at: job.lease_expires_at },
-        { $set: { status: "running", lease_owner: workerId, lease_expires_at: expires, started_at: job.started_at ?? new Date() }, $inc: { attempts: 1 } },
+        { $set: { status: "running", lease_owner: workerId, lease_expires_at: expires, started_at: job.started_at ?? new Date(), claimed_at: new Date() }, $inc: { attempts: 1 } },
         { returnDocument: "after" },
       );
       if (claimed) return claimed;
       await this.unlockModel(job.model_id, job._id);
     }
     return null;
+  }
+
+  /** Jobs of an entity not yet finished (queued or running), for its queue limit. */
+  async unfinishedOf(entity: string): Promise<number> {
+    return this.jobs.countDocuments({ entity, status: { $in: ["queued", "running"] } });
   }
 
   /** Renews a lease; false when the worker no longer holds it (taken over, cancelled, deleted). */

@@ -2,7 +2,7 @@
 // cancelled here; their progress is in the Events service.
 import type { JsonObject } from "@bufbuild/protobuf";
 import { CreateSftTrainingJobRequestSchema, CreateTrainingJobRequestSchema, Training, type TrainingJob } from "../../gen/srl/v1/training_pb.js";
-import { badRequest } from "../core/errors.js";
+import { badRequest, overloaded } from "../core/errors.js";
 import { defineHandlers, principalOf, sentJson } from "../core/rpc/index.js";
 import type { EventLog } from "../events/index.js";
 import type { Checkpoints, ModelRecord, ModelRegistry, Trainability } from "../models/index.js";
@@ -22,6 +22,8 @@ export interface TrainingDeps {
   registry: ModelRegistry;
   artifactHttpsHosts: readonly string[];
   trainability: Trainability;
+  /** Unfinished jobs one entity may have (ENTITY_MAX_JOBS); 0: no limit. */
+  maxJobsPerEntity?: number;
   /** Called after a job was queued (wakes the in-process worker). */
   onJobCreated?: () => void;
 }
@@ -38,6 +40,7 @@ export function trainingHandlers(deps: TrainingDeps) {
       const experimentalConfig = (body.experimental_config ?? {}) as JsonObject;
       checkRlConfig(request.experimentalConfig);
       checkKlReferenceName(request.experimentalConfig?.klRefAdapterPath, entity);
+      await refuseOverJobLimit(jobs, entity, deps.maxJobsPerEntity ?? 0);
       const job = await jobs.createRl({ entity, modelId: model._id, groups: body.trajectory_groups as JsonObject[], experimentalConfig });
       deps.onJobCreated?.();
       return { id: job._id };
@@ -52,6 +55,7 @@ export function trainingHandlers(deps: TrainingDeps) {
       if (artifact) await deps.artifacts.linkToModel(artifact._id, model._id);
       const body = sentJson(context, CreateSftTrainingJobRequestSchema, request);
       const config = { config: body.config ?? null, experimental_config: body.experimental_config ?? null } as JsonObject;
+      await refuseOverJobLimit(jobs, entity, deps.maxJobsPerEntity ?? 0);
       const job = await jobs.createSft({ entity, modelId: model._id, trainingDataUrl: request.trainingDataUrl, config });
       deps.onJobCreated?.();
       return { id: job._id };
@@ -104,4 +108,11 @@ function jobMessage(job: TrainingJobRecord): Omit<TrainingJob, "$typeName"> {
 async function refuseUntrainable(trainability: Trainability, model: ModelRecord): Promise<void> {
   const refusal = await trainability.refusal(model.base_model);
   if (refusal) throw badRequest(refusal);
+}
+
+/** An entity's unfinished jobs are bounded, so its backlog cannot grow without end (workers take entities in turn anyway). */
+async function refuseOverJobLimit(jobs: TrainingJobs, entity: string, max: number): Promise<void> {
+  if (max <= 0) return;
+  const unfinished = await jobs.unfinishedOf(entity);
+  if (unfinished >= max) throw overloaded(`this entity has ${unfinished} training jobs queued or running (ENTITY_MAX_JOBS=${max}); wait for some to finish`, 30);
 }

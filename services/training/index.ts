@@ -4,5 +4,6 @@ export { trainingHandlers } from "./handlers.js";
 export { type AdapterFileSet, type BaseModelRef, TrainingInputError } from "./trainer/api.js";
 export { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "./trainer/engine/local-trainer.js";
 export { TrainerPool } from "./trainer/engine/trainer-pool.js";
+export { trainerSettings } from "./trainer/engine/trainer-settings.js";
 export { trainerFor } from "./trainer/runner/run-training-job.js";
 export { TrainingWorker } from "./worker/worker.js";

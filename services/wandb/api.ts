@@ -5,7 +5,9 @@ import { badRequest, notFound } from "../core/errors.js";
 import type { ArtifactUploads } from "./artifact-uploads.js";
 import { manifestJson } from "./artifact-objects.js";
 import type { ArtifactViews } from "./artifact-views.js";
-import { executeGraphql, type GraphqlAnswer } from "./graphql.js";
+import { CostBudget, type CostBudgetSettings } from "./cost-budget.js";
+import { executeGraphql, type GraphqlAnswer, type GraphqlLimits } from "./graphql.js";
+import type { QueryLimits } from "./query-limits.js";
 import type { ResolverDeps } from "./resolver-deps.js";
 import type { UrlSigner } from "./signed-urls.js";
 import type { WandbRuns } from "./wandb-runs.js";
@@ -24,14 +26,31 @@ export interface WandbApiDeps {
   signer: UrlSigner;
   /** Reported as the server's version (serverInfo). */
   serverVersion: string;
+  /** What one GraphQL request may ask (query-limits.ts). */
+  queryLimits: QueryLimits;
+  /** The GraphQL cost each entity may spend per window. */
+  costBudget: CostBudgetSettings;
+}
+
+/** Where an upload URL's body goes, known from its token before the body is read. */
+export interface UploadTarget {
+  /** The body may be at most this long (besides the server's body limit); null: no bound of its own. */
+  maxBytes: number | null;
+  /** False: the body is read and dropped (run files are kept nowhere), never buffered. */
+  keep: boolean;
+  receive(content: Buffer): Promise<void>;
 }
 
 export class WandbApi {
-  constructor(private readonly deps: WandbApiDeps) {}
+  private readonly limits: GraphqlLimits;
+
+  constructor(private readonly deps: WandbApiDeps) {
+    this.limits = { query: deps.queryLimits, budget: new CostBudget(deps.costBudget) };
+  }
 
   graphql(principal: Principal, body: unknown, baseUrl: string): Promise<GraphqlAnswer> {
     const deps: ResolverDeps = { ...this.deps, entity: principal.entity, baseUrl, transferTtlMs: TRANSFER_URL_TTL_MS };
-    return executeGraphql(body, deps);
+    return executeGraphql(body, deps, this.limits);
   }
 
   /** `POST /files/{entity}/{project}/{run}/file_stream`: history, summary, events, console, exit. */
@@ -61,13 +80,20 @@ export class WandbApi {
     return { exitcode: null, limits: {} };
   }
 
-  /** `PUT` to an upload URL: an artifact file, an artifact manifest, or a run file (kept nowhere). */
-  async upload(token: string, content: Buffer): Promise<void> {
+  /**
+   * What a `PUT` to an upload URL may send, from its token alone (signature and expiry checked),
+   * so that a request without a valid token is refused before its body is read: an artifact
+   * file, an artifact manifest (bounded by its signed size `s`), or a run file (kept nowhere).
+   */
+  uploadTarget(token: string): UploadTarget {
     const grant = this.deps.signer.verify(token);
     if (!grant) throw notFound("this upload URL is invalid or has expired; ask for a new one");
-    if (grant.k === "artifact_file") await this.deps.uploads.receiveFile(String(grant.a), String(grant.n), String(grant.m), content);
-    else if (grant.k === "artifact_manifest") await this.deps.uploads.receiveManifest(String(grant.a), content);
-    else if (grant.k !== "run_file") throw notFound("this upload URL grants nothing");
+    const maxBytes = typeof grant.s === "number" && Number.isSafeInteger(grant.s) && grant.s >= 0 ? grant.s : null;
+    const uploads = this.deps.uploads;
+    if (grant.k === "artifact_file") return { maxBytes, keep: true, receive: (content) => uploads.receiveFile(String(grant.a), String(grant.n), String(grant.m), content) };
+    if (grant.k === "artifact_manifest") return { maxBytes, keep: true, receive: (content) => uploads.receiveManifest(String(grant.a), content) };
+    if (grant.k === "run_file") return { maxBytes, keep: false, receive: async () => undefined };
+    throw notFound("this upload URL grants nothing");
   }
 
   /** `GET` of a download URL: a file of a committed artifact version, or its manifest. */

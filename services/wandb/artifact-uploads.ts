@@ -37,7 +37,7 @@ export type ImportCheckpoint = (model: ModelRecord, step: number | null, peft: R
 
 /** Artifact file paths as W&B allows them, minus anything that could climb out of a download root. */
 const FILE_PATH = /^(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[^\0\\]{1,512}$/;
-const MANIFEST_LIMIT_BYTES = 16 * 2 ** 20;
+export const MANIFEST_LIMIT_BYTES = 16 * 2 ** 20;
 /** A log that never committed (the client died) is removed with its files after this. */
 const ABANDONED_AFTER_MS = 24 * 3600 * 1000;
 const SWEEP_EVERY_MS = 3600 * 1000;

@@ -1,15 +1,21 @@
 // GraphQL execution with graphql-js over the schema of what is served (schema.graphql): a request
 // the schema does not cover (a field, argument or operation W&B has and this service does not)
-// fails validation and is answered at once with GraphQL's own message naming it.
+// fails validation and is answered at once with GraphQL's own message naming it. What a request
+// may cost is bounded before anything runs (query-limits.ts, cost-budget.ts): refusals are GraphQL
+// errors (400, or 429 with Retry-After for an entity over its budget), never a failed service.
 import { readFileSync } from "node:fs";
-import { buildSchema, execute, GraphQLError, Kind, parse, validate, type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type SelectionSetNode } from "graphql";
+import { buildSchema, execute, GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema } from "graphql";
 import { ApiError } from "../core/errors.js";
+import type { CostBudget } from "./cost-budget.js";
+import { FieldTooLarge } from "./field-limits.js";
+import { checkDocument, costOf, QueryRefused, type QueryLimits } from "./query-limits.js";
 import type { ResolverDeps } from "./resolver-deps.js";
 import { rootValue } from "./resolvers.js";
 
 export interface GraphqlAnswer {
   status: number;
   body: unknown;
+  headers?: Record<string, string>;
 }
 
 let schema: GraphQLSchema | null = null;
@@ -19,39 +25,17 @@ export function servedSchema(): GraphQLSchema {
   return schema;
 }
 
-/** Bounds on what one request may ask (the SDK's documents are far below them). */
+/** Bounds on the request text itself (the SDK's documents are far below them). */
 const MAX_QUERY_CHARS = 100_000;
-/** Nesting of selections: the SDK's deepest document nests 9; objects link back to each other. */
-export const MAX_DEPTH = 16;
+const MAX_QUERY_TOKENS = 20_000;
 
-/** How deep an operation's selections nest, fragments expanded (a fragment cycle counts as too deep). */
-export function selectionDepth(document: DocumentNode): number {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  const memo = new Map<string, number>();
-  const depthOf = (set: SelectionSetNode | undefined, visiting: Set<string>): number => {
-    if (!set) return 0;
-    let deepest = 0;
-    for (const selection of set.selections) {
-      if (selection.kind === Kind.FRAGMENT_SPREAD) {
-        const name = selection.name.value;
-        if (visiting.has(name)) return Infinity;
-        let inner = memo.get(name);
-        if (inner === undefined) {
-          inner = depthOf(fragments.get(name)?.selectionSet, new Set([...visiting, name])) - 1;
-          memo.set(name, inner);
-        }
-        deepest = Math.max(deepest, inner);
-      } else deepest = Math.max(deepest, depthOf(selection.selectionSet, visiting) - (selection.kind === Kind.INLINE_FRAGMENT ? 1 : 0));
-    }
-    return deepest + 1;
-  };
-  let deepest = 0;
-  for (const definition of document.definitions) if (definition.kind === Kind.OPERATION_DEFINITION) deepest = Math.max(deepest, depthOf(definition.selectionSet, new Set()));
-  return deepest;
+export interface GraphqlLimits {
+  query: QueryLimits;
+  /** Each entity's cost budget (query-limits.ts costs), shared by its keys in this process. */
+  budget: CostBudget;
 }
 
-export async function executeGraphql(body: unknown, deps: ResolverDeps): Promise<GraphqlAnswer> {
+export async function executeGraphql(body: unknown, deps: ResolverDeps, limits: GraphqlLimits): Promise<GraphqlAnswer> {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return refusal("the request body must be a JSON object with `query`");
   const request = body as Record<string, unknown>;
   if (typeof request.query !== "string") return refusal("`query` must be a string");
@@ -61,13 +45,26 @@ export async function executeGraphql(body: unknown, deps: ResolverDeps): Promise
   const operationName = typeof request.operationName === "string" ? request.operationName : null;
   let document: DocumentNode;
   try {
-    document = parse(request.query, { maxTokens: 20_000 });
+    document = parse(request.query, { maxTokens: MAX_QUERY_TOKENS });
+    // Limits before validation (its overlap rule is quadratic in a selection's fields), cost after.
+    checkDocument(document, limits.query);
   } catch (error) {
     return { status: 400, body: { errors: [formatError(error)] } };
   }
-  if (selectionDepth(document) > MAX_DEPTH) return refusal(`the query nests selections deeper than ${MAX_DEPTH} levels`);
   const errors = validate(servedSchema(), document);
   if (errors.length > 0) return { status: 400, body: { errors: errors.map((e) => ({ message: `${e.message} (not served by this service's W&B API)`, locations: e.locations })) } };
+  let cost: number;
+  try {
+    cost = costOf(servedSchema(), document, (variables ?? {}) as Record<string, unknown>, operationName, limits.query);
+  } catch (error) {
+    if (error instanceof QueryRefused || error instanceof GraphQLError) return { status: 400, body: { errors: [formatError(error)] } };
+    throw error;
+  }
+  const spent = limits.budget.take(deps.entity, cost);
+  if (!spent.ok) {
+    const message = `entity ${deps.entity} has spent its GraphQL cost budget (this query costs ${cost}); retry after ${spent.retryAfterSeconds} s`;
+    return { status: 429, headers: { "retry-after": String(spent.retryAfterSeconds) }, body: { errors: [{ message, extensions: { code: "RATE_LIMITED", cost } }] } };
+  }
   const result = await execute({
     schema: servedSchema(),
     document,
@@ -78,6 +75,8 @@ export async function executeGraphql(body: unknown, deps: ResolverDeps): Promise
   if (result.errors && result.errors.length > 0) {
     const internal = result.errors.find((e) => !(e.originalError instanceof ApiError) && e.originalError !== undefined && !(e.originalError instanceof GraphQLError));
     if (internal) throw internal.originalError;
+    // A field over its size limit (field-limits.ts) is the request's fault: 413, with the message.
+    if (result.errors.some((e) => e.originalError instanceof FieldTooLarge)) return { status: 413, body: { data: result.data ?? null, errors: result.errors.map(formatError) } };
   }
   // No data at all is a request error (bad variables): 400, which the SDK does not retry.
   return { status: result.data ? 200 : 400, body: { data: result.data ?? null, ...(result.errors ? { errors: result.errors.map(formatError) } : {}) } };
@@ -87,7 +86,8 @@ function refusal(message: string): GraphqlAnswer {
   return { status: 400, body: { errors: [{ message }] } };
 }
 
-function formatError(error: unknown): { message: string; path?: readonly (string | number)[] } {
+function formatError(error: unknown): { message: string; path?: readonly (string | number)[]; extensions?: { code: string } } {
+  if (error instanceof QueryRefused) return { message: error.message, extensions: { code: error.code } };
   if (error instanceof GraphQLError) return { message: error.message, ...(error.path ? { path: error.path } : {}) };
   return { message: error instanceof Error ? error.message : String(error) };
 }

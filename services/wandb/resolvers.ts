@@ -7,6 +7,8 @@ import { artifactGraphqlId, type ArtifactView } from "./artifact-views.js";
 import { artifactObject, artifactTypeObject, membershipObject, projectRef, sequenceObject } from "./artifact-objects.js";
 import { entityObject, parseObject, runIdOfStorageId, runObject } from "./run-objects.js";
 import type { ResolverDeps } from "./resolver-deps.js";
+import { MANIFEST_LIMIT_BYTES } from "./artifact-uploads.js";
+import { checkBytes, FIELD_LIMITS } from "./field-limits.js";
 
 const DEFAULT_PROJECT = "uncategorized";
 const b64 = (text: string) => Buffer.from(text).toString("base64");
@@ -70,7 +72,8 @@ export function rootValue(deps: ResolverDeps) {
   });
 
   const manifestObject = (pendingId: string, name: string) => {
-    const token = deps.signer.sign({ k: "artifact_manifest", a: pendingId }, deps.transferTtlMs);
+    // `s`: the most the upload may send (the route reads no more).
+    const token = deps.signer.sign({ k: "artifact_manifest", a: pendingId, s: MANIFEST_LIMIT_BYTES }, deps.transferTtlMs);
     return {
       id: b64(`ArtifactManifest:${pendingId}`),
       file: { id: b64(`File:${pendingId}/${name}`), name, displayName: name, uploadUrl: `${deps.baseUrl}/wandb/uploads/${token}`, uploadHeaders: [], directUrl: "", sizeBytes: 0 },
@@ -144,6 +147,9 @@ export function rootValue(deps: ResolverDeps) {
       const runId = str(input.name) ?? fromStorageId?.runId ?? null;
       const config = str(input.config);
       const summary = str(input.summaryMetrics);
+      // Sizes before parsing (the store checks what it stores again, wandb-runs.ts).
+      checkBytes("the run config", config, FIELD_LIMITS.configBytes);
+      checkBytes("the run summary", summary, FIELD_LIMITS.summaryBytes);
       const { found, inserted } = await deps.runs.upsert(entity, projectName, runId, {
         display_name: str(input.displayName) ?? undefined,
         notes: str(input.notes) ?? str(input.description) ?? undefined,
@@ -177,6 +183,8 @@ export function rootValue(deps: ResolverDeps) {
       if (!name) throw badRequest("createArtifact needs artifactCollectionName(s)");
       if (new Set(names).size > 1) throw unimplemented("logging one artifact into several collections");
       const aliases = Array.isArray(input.aliases) ? input.aliases.map((a) => String((a as Args).alias)).filter((a) => a !== "") : [];
+      checkBytes("the artifact metadata", str(input.metadata), FIELD_LIMITS.metadataBytes);
+      checkBytes("the artifact description", str(input.description), FIELD_LIMITS.textBytes);
       const created = await deps.uploads.create({
         entity,
         project: String(input.projectName),
@@ -242,6 +250,8 @@ export function rootValue(deps: ResolverDeps) {
       const view = await deps.views.byId(deps.entity, String(input.artifactID));
       if (!view) throw notFound("artifact not found");
       const metadata = str(input.metadata);
+      checkBytes("the artifact metadata", metadata, FIELD_LIMITS.metadataBytes);
+      checkBytes("the artifact description", str(input.description), FIELD_LIMITS.textBytes);
       const aliases = Array.isArray(input.aliases) ? input.aliases.map((a) => String((a as Args).alias)) : undefined;
       const updated = await deps.views.update(view, {
         metadata: metadata !== null ? JSON.stringify(parseObject(metadata)) : undefined,

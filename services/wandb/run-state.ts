@@ -2,14 +2,22 @@
 // the run's config and summary as the SDK sent them, its display name, tags and notes, and the
 // line counts and last history line that `wandb.init(resume=...)` reads to continue a run where
 // it stopped. Config and summary are stored as JSON text: their keys may hold '.' and '$'.
+// A record also names the run as its entity's W&B runs know it (`run_name`, unique per entity):
+// W&B run ids are scoped per entity, while the service's runs (and so `_id`) share one namespace.
 import type { Collection, Db } from "mongodb";
 import { isDuplicateKey } from "../store/index.js";
+import { EVENTS_TAIL_BYTES, HISTORY_TAIL_BYTES, tailWithin } from "./field-limits.js";
 
 export interface WandbRunRecord {
-  /** The run's id (the same as the service's run). */
+  /** The service's run id (services/models/runs.ts). */
   _id: string;
   entity: string;
   project: string;
+  /**
+   * The id the entity's W&B API knows the run by: the `wandb.init(id=...)` id of a run made
+   * here, the run's own id for a model's run. Records from before it existed get `_id` on start.
+   */
+  run_name: string;
   display_name: string | null;
   job_type: string | null;
   group: string | null;
@@ -43,15 +51,29 @@ export class WandbRunStates {
   }
 
   async ensureIndexes(): Promise<void> {
-    // Lookups are by _id only.
+    // Records stored before run names were scoped per entity were named by their _id (ids were
+    // global then, so the names are unique per entity). One update per record: FerretDB has no
+    // pipeline updates to copy a field in one statement. Idempotent, so concurrent starts agree.
+    const unnamed = this.states.find({ run_name: { $exists: false } }, { projection: { _id: 1 } });
+    for await (const record of unnamed) await this.states.updateOne({ _id: record._id, run_name: { $exists: false } }, { $set: { run_name: record._id } });
+    await this.states.createIndex({ entity: 1, run_name: 1 }, { unique: true, name: "entity_run_name_unique" });
   }
 
   async find(runId: string): Promise<WandbRunRecord | null> {
     return this.states.findOne({ _id: runId });
   }
 
-  /** Creates the record on first use and sets the given attributes (absent ones are kept). */
-  async upsert(runId: string, owner: { entity: string; project: string }, attributes: RunAttributes): Promise<WandbRunRecord> {
+  /** The record `entity`'s W&B API knows as `name`, in whichever project. */
+  async findByName(entity: string, name: string): Promise<WandbRunRecord | null> {
+    return this.states.findOne({ entity, run_name: name });
+  }
+
+  /**
+   * Creates the record on first use and sets the given attributes (absent ones are kept). A
+   * duplicate-key failure on a first insert other than this run's own race is the caller's: the
+   * name is the entity's already (run-state's unique index).
+   */
+  async upsert(runId: string, owner: { entity: string; project: string; runName: string }, attributes: RunAttributes): Promise<WandbRunRecord> {
     const now = new Date();
     const given = Object.fromEntries(Object.entries(attributes).filter(([, value]) => value !== undefined)) as RunAttributes;
     const existing = await this.states.findOne({ _id: runId });
@@ -60,6 +82,7 @@ export class WandbRunStates {
         _id: runId,
         entity: owner.entity,
         project: owner.project,
+        run_name: owner.runName,
         display_name: null,
         job_type: null,
         group: null,
@@ -83,6 +106,8 @@ export class WandbRunStates {
         return record;
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
+        // Our own concurrent insert won (the same _id): update it. Another run holding the name: the caller's conflict.
+        if (!(await this.states.findOne({ _id: runId }, { projection: { _id: 1 } }))) throw error;
       }
     }
     const updated = await this.states.findOneAndUpdate({ _id: runId }, { $set: { ...given, updated_at: now } }, { returnDocument: "after" });
@@ -105,8 +130,8 @@ export class WandbRunStates {
       history_line_count: current.history_line_count + update.historyLines.length,
       events_line_count: current.events_line_count + update.eventsLines.length,
       log_line_count: current.log_line_count + update.logLines,
-      history_tail: [...current.history_tail, ...update.historyLines].slice(-TAIL_LINES),
-      events_tail: [...current.events_tail, ...update.eventsLines].slice(-TAIL_LINES),
+      history_tail: tailWithin([...current.history_tail, ...update.historyLines.slice(-TAIL_LINES)], TAIL_LINES, HISTORY_TAIL_BYTES),
+      events_tail: tailWithin([...current.events_tail, ...update.eventsLines.slice(-TAIL_LINES)], TAIL_LINES, EVENTS_TAIL_BYTES),
     };
     if (update.summary !== null) set.summary = update.summary;
     if (update.exitCode !== null) {

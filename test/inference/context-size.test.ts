@@ -119,6 +119,8 @@ describe.skipIf(!present)("EngineClient.describeModel", () => {
         sequences: 8,
         contextSize: 0,
         maxQueue: 8,
+        maxQueuePerEntity: 0,
+        maxSequencesPerEntity: 0,
         maxContexts: 2,
         contextMemoryBytes: Math.floor(totalmem() / 4),
         logLevel: "warn",
@@ -199,6 +201,7 @@ async function collect(engine: EngineClient, request: Omit<GenerateRequest, "id"
 function request(base: BaseModelRef, content: string, maxTokens: number | null): Omit<GenerateRequest, "id"> {
   return {
     base,
+    tenant: "test",
     adapterPath: null,
     priority: 0,
     rawPrompt: null,

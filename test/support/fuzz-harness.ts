@@ -19,7 +19,9 @@ const SERVER_NAME = "fuzz";
  * FerretDB, an upload's operations queued past the default 2 s and came back 503 (database
  * unavailable), which the fuzzer counts as a failure. database-faults.test.ts covers the 503 path.
  */
-const SERVER_ENV = { TRAINING_WORKER: "0", LOG_LEVEL: "info", DATABASE_TIMEOUT_MS: String(TEST_DATABASE_TIMEOUT_MS) };
+// No request-rate limit: the fuzzer sends hundreds of requests a second with one key, and each
+// must reach the handlers it is aimed at (test/gateway/tenants.test.ts covers the limit).
+const SERVER_ENV = { TRAINING_WORKER: "0", LOG_LEVEL: "info", DATABASE_TIMEOUT_MS: String(TEST_DATABASE_TIMEOUT_MS), ENTITY_REQUESTS_PER_SECOND: "0" };
 
 export interface Failure {
   batch: string;

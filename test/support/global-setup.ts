@@ -17,6 +17,12 @@ declare module "vitest" {
   }
 }
 
+/**
+ * The test files share this server and many run at once: the request rate is limited (the path
+ * every request takes) but far above what they send together, so no test sees another's 429s.
+ */
+const SHARED_SERVER_LIMITS = { ENTITY_REQUESTS_PER_SECOND: "2000", ENTITY_REQUEST_BURST: "4000" };
+
 export default async function setup(project: TestProject) {
   const dataDir = await mkdtemp(join(tmpdir(), "srl-test-"));
   const database = await startEmbeddedDatabase({
@@ -26,7 +32,7 @@ export default async function setup(project: TestProject) {
     },
   });
   const mongoDb = "srl_test";
-  const server = await startServerProcess({ MONGODB_URI: database.uri, MONGODB_DB: mongoDb, DATA_DIR: dataDir, LOG_LEVEL: "info", ENGINE_THREADS: "1", TRAINING_WORKER: "0" });
+  const server = await startServerProcess({ MONGODB_URI: database.uri, MONGODB_DB: mongoDb, DATA_DIR: dataDir, LOG_LEVEL: "info", ENGINE_THREADS: "1", TRAINING_WORKER: "0", ...SHARED_SERVER_LIMITS });
   project.provide("baseUrl", server.url);
   project.provide("mongoUri", database.uri);
   project.provide("mongoDb", mongoDb);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/options.proto.
  */
 export const file_srl_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxIpUBCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgiewoJUmVzdFJ1bGVzEg4KBnB1YmxpYxgBIAEoCBIVCg1vcGVuYWlfZXJyb3JzGAIgASgIEhgKEHNlbGVjdF93aGVuX3RydWUYAyABKAkSFwoPbXVsdGlwYXJ0X2ZpbGVzGAQgASgJEhQKDHJhd19yZXNwb25zZRgFIAEoCDpJCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzISLnNybC52MS5GaWVsZFJ1bGVzUgVmaWVsZDpHCgRyZXN0Eh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuo4DIAEoCzIRLnNybC52MS5SZXN0UnVsZXNSBHJlc3RiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxIrsBCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgSEQoJbWF4X2l0ZW1zGAkgASgNEhEKCW1heF9ieXRlcxgKIAEoDSJ7CglSZXN0UnVsZXMSDgoGcHVibGljGAEgASgIEhUKDW9wZW5haV9lcnJvcnMYAiABKAgSGAoQc2VsZWN0X3doZW5fdHJ1ZRgDIAEoCRIXCg9tdWx0aXBhcnRfZmlsZXMYBCABKAkSFAoMcmF3X3Jlc3BvbnNlGAUgASgIOkkKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMhIuc3JsLnYxLkZpZWxkUnVsZXNSBWZpZWxkOkcKBHJlc3QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi6jgMgASgLMhEuc3JsLnYxLlJlc3RSdWxlc1IEcmVzdGIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * Request rules read by the gateway's validator for every protocol (REST, Connect, gRPC), so a
@@ -77,6 +77,23 @@ export type FieldRules = Message<"srl.v1.FieldRules"> & {
    * @generated from field: bool string_or_list = 8;
    */
   stringOrList: boolean;
+
+  /**
+   * Most entries of a list or map (pydantic `too_long`), checked before any entry is read, so an
+   * oversized list costs nothing beyond its parse.
+   *
+   * @generated from field: uint32 max_items = 9;
+   */
+  maxItems: number;
+
+  /**
+   * Most bytes: a string's UTF-8 bytes (each item's, for a repeated string: `string_too_long`);
+   * a structured value's (a message, Struct or Value; each item's, for a repeated one:
+   * `bytes_too_long`) is the size of its compact JSON, strings counted by their UTF-8 bytes.
+   *
+   * @generated from field: uint32 max_bytes = 10;
+   */
+  maxBytes: number;
 };
 
 /**

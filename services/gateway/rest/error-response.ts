@@ -56,7 +56,7 @@ export function restError(error: ConnectError, options: { output?: DescMessage; 
   }
   const status = httpStatusOf(error);
   if (status === 401) headers["www-authenticate"] = "Bearer";
-  if (status === 429 || status === 503) headers["retry-after"] = "1";
+  if (status === 429 || status === 503) headers["retry-after"] = error.metadata.get("retry-after") ?? "1";
   const [report] = options.output ? error.findDetails(options.output) : [];
   if (options.output && report) return { status, body: encodeMessage(options.output, report), headers };
   const message = status === 500 ? "Internal Server Error" : error.rawMessage;

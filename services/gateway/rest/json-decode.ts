@@ -3,7 +3,7 @@
 // fromJson. Unknown keys are ignored; `null` is accepted where the field is nullable.
 import { ScalarType, type DescField, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { Violation } from "../../core/errors.js";
-import { checkBounds, checkLiteral, checkUuid, missing, type Loc } from "../validation/checks.js";
+import { checkBounds, checkItems, checkLiteral, checkStringBytes, checkUuid, checkValueBytes, missing, type Loc } from "../validation/checks.js";
 import { fieldRule, restName, type FieldRule } from "../validation/rules.js";
 import type { LosslessJson } from "./json-parse.js";
 
@@ -65,6 +65,8 @@ function decodeField(field: DescField, rule: FieldRule, value: LosslessJson, loc
         violations.push({ type: "list_type", loc, msg: "Input should be a valid list", input: plain(value) });
         return undefined;
       }
+      const tooMany = checkItems(rule, items.length, loc, "List");
+      if (tooMany) return (violations.push(tooMany), undefined);
       const out: JsonValue[] = [];
       items.forEach((item, index) => {
         const here = [...loc, index];
@@ -85,6 +87,8 @@ function decodeField(field: DescField, rule: FieldRule, value: LosslessJson, loc
         violations.push({ type: "dict_type", loc, msg: "Input should be a valid dictionary", input: plain(value) });
         return undefined;
       }
+      const tooMany = checkItems(rule, Object.keys(value).length, loc, "Dictionary");
+      if (tooMany) return (violations.push(tooMany), undefined);
       const out: JsonObject = {};
       for (const [key, item] of Object.entries(value)) {
         const decoded =
@@ -101,6 +105,8 @@ function decodeField(field: DescField, rule: FieldRule, value: LosslessJson, loc
 }
 
 function decodeMessageValue(desc: DescMessage, rule: FieldRule, value: LosslessJson, loc: Loc, violations: Violation[]): JsonValue | undefined {
+  const tooLarge = checkValueBytes(rule, value, loc);
+  if (tooLarge) return (violations.push(tooLarge), undefined);
   switch (desc.typeName) {
     case "google.protobuf.Struct":
       if (!isObject(value)) {
@@ -162,6 +168,7 @@ function decodeScalar(scalar: ScalarType, rule: FieldRule, value: LosslessJson, 
       }
       if (rule.uuid && !fail(checkUuid(value, loc))) return undefined;
       if (!fail(checkLiteral(rule, value, loc))) return undefined;
+      if (!fail(checkStringBytes(rule, value, loc))) return undefined;
       return value;
     }
     case ScalarType.BOOL:
@@ -312,4 +319,6 @@ const noRule: FieldRule = {
   literal: [],
   stringOrList: false,
   defaultJson: undefined,
+  maxItems: undefined,
+  maxBytes: undefined,
 };

@@ -2,6 +2,7 @@
 // messages so clients see the same detail whichever protocol they use.
 import type { JsonValue } from "@bufbuild/protobuf";
 import { expectedLiterals, type Violation } from "../../core/errors.js";
+import { jsonBytes, type SizedJson } from "./json-size.js";
 import type { FieldRule } from "./rules.js";
 
 export type Loc = (string | number)[];
@@ -54,4 +55,34 @@ function compare(a: number | bigint, b: number | bigint): number {
 function boundJson(bound: number | bigint): JsonValue {
   // A 64-bit bound prints as the nearest double, as the published API documents it.
   return Number(bound);
+}
+
+/** `max_items`: the count is checked before any entry is read (`input` summarises, never echoes, a long list). */
+export function checkItems(rule: FieldRule, count: number, loc: Loc, kind: "List" | "Dictionary"): Violation | undefined {
+  if (rule.maxItems === undefined || count <= rule.maxItems) return undefined;
+  const unit = kind === "List" ? "items" : "keys";
+  return {
+    type: "too_long",
+    loc,
+    msg: `${kind} should have at most ${rule.maxItems} ${rule.maxItems === 1 ? unit.slice(0, -1) : unit} after validation, not ${count}`,
+    input: `<${count} ${unit}>`,
+    ctx: { field_type: kind, max_length: rule.maxItems, actual_length: count },
+  };
+}
+
+/** `max_bytes` of a string: its UTF-8 bytes. */
+export function checkStringBytes(rule: FieldRule, value: string, loc: Loc): Violation | undefined {
+  // A string of n UTF-16 units has at most 3n UTF-8 bytes: most strings need no count at all.
+  if (rule.maxBytes === undefined || value.length * 3 <= rule.maxBytes) return undefined;
+  const bytes = Buffer.byteLength(value, "utf8");
+  if (bytes <= rule.maxBytes) return undefined;
+  return { type: "string_too_long", loc, msg: `String should have at most ${rule.maxBytes} bytes (UTF-8), not ${bytes}`, input: `<a string of ${bytes} bytes>`, ctx: { max_length: rule.maxBytes } };
+}
+
+/** `max_bytes` of a structured value: its JSON size (json-size.ts). */
+export function checkValueBytes(rule: FieldRule, value: SizedJson | undefined, loc: Loc): Violation | undefined {
+  if (rule.maxBytes === undefined) return undefined;
+  const bytes = jsonBytes(value, rule.maxBytes);
+  if (bytes <= rule.maxBytes) return undefined;
+  return { type: "bytes_too_long", loc, msg: `Data should have at most ${rule.maxBytes} bytes (its JSON)`, input: "<a value too large to echo>", ctx: { max_length: rule.maxBytes } };
 }

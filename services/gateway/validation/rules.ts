@@ -11,6 +11,10 @@ export interface FieldRule {
   literal: string[];
   stringOrList: boolean;
   defaultJson: string | undefined;
+  /** Most entries of a list or map; undefined: unbounded (the body limit still applies). */
+  maxItems: number | undefined;
+  /** Most bytes of a string, or of a structured value's JSON (json-size.ts). */
+  maxBytes: number | undefined;
 }
 
 const fieldCache = new WeakMap<DescField, FieldRule>();
@@ -29,6 +33,8 @@ export function fieldRule(field: DescField): FieldRule {
       literal: opts?.literal ?? [],
       stringOrList: opts?.stringOrList ?? false,
       defaultJson: opts?.defaultJson || undefined,
+      maxItems: opts?.maxItems || undefined,
+      maxBytes: opts?.maxBytes || undefined,
     };
     fieldCache.set(field, rule);
   }

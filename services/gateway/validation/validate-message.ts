@@ -1,10 +1,10 @@
 // Validates a decoded request message against the srl.v1 field rules. This is what gRPC and
 // Connect requests get (their bytes were already decoded by protobuf); REST requests get the same
 // checks, with pydantic's type errors on top, from rest/json-decode.ts.
-import type { DescField, DescMessage, JsonValue, Message } from "@bufbuild/protobuf";
-import type { Value } from "@bufbuild/protobuf/wkt";
+import { toJson, type DescField, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import type { Violation } from "../../core/errors.js";
-import { checkBounds, checkLiteral, checkUuid, missing, type Loc } from "./checks.js";
+import { checkBounds, checkItems, checkLiteral, checkStringBytes, checkUuid, checkValueBytes, missing, type Loc } from "./checks.js";
 import { fieldRule, restName } from "./rules.js";
 
 export function validateMessage(desc: DescMessage, message: Message, locOf: (field: DescField) => Loc): Violation[] {
@@ -31,13 +31,21 @@ function visitField(field: DescField, value: unknown, loc: Loc, violations: Viol
     case "message":
       checkMessageValue(field, field.message, value, loc, violations);
       return;
-    case "list":
+    case "list": {
       if (!Array.isArray(value)) return;
+      const tooMany = checkItems(rule, value.length, loc, "List");
+      if (tooMany) return void violations.push(tooMany);
       value.forEach((item: unknown, index) => {
         if (field.listKind === "scalar") checkScalar(field, item, [...loc, index], violations);
         else if (field.listKind === "message") checkMessageValue(field, field.message, item, [...loc, index], violations);
       });
       return;
+    }
+    case "map": {
+      const tooMany = typeof value === "object" && value !== null ? checkItems(rule, Object.keys(value).length, loc, "Dictionary") : undefined;
+      if (tooMany) violations.push(tooMany);
+      return;
+    }
     default:
       return;
   }
@@ -47,7 +55,7 @@ function checkScalar(field: DescField, value: unknown, loc: Loc, violations: Vio
   const rule = fieldRule(field);
   let violation: Violation | undefined;
   if (typeof value === "string") {
-    violation = (rule.uuid ? checkUuid(value, loc) : undefined) ?? checkLiteral(rule, value, loc);
+    violation = (rule.uuid ? checkUuid(value, loc) : undefined) ?? checkLiteral(rule, value, loc) ?? checkStringBytes(rule, value, loc);
   } else if (typeof value === "number" || typeof value === "bigint") {
     violation = checkBounds(rule, value, loc, typeof value === "bigint" ? Number(value) : value);
   }
@@ -55,6 +63,8 @@ function checkScalar(field: DescField, value: unknown, loc: Loc, violations: Vio
 }
 
 function checkMessageValue(field: DescField, desc: DescMessage, value: unknown, loc: Loc, violations: Violation[]): void {
+  const tooLarge = fieldRule(field).maxBytes === undefined ? undefined : checkValueBytes(fieldRule(field), asJson(desc, value), loc);
+  if (tooLarge) return void violations.push(tooLarge);
   if (desc.typeName === "google.protobuf.Value") {
     const json = valueToJson(value as Value);
     const rule = fieldRule(field);
@@ -70,6 +80,13 @@ function checkMessageValue(field: DescField, desc: DescMessage, value: unknown, 
 function read(message: Message, field: DescField): unknown {
   const value = (message as unknown as Record<string, unknown>)[field.localName];
   return value;
+}
+
+/** A message field's value as JSON, as REST would carry it (Struct fields already are JSON). */
+function asJson(desc: DescMessage, value: unknown): JsonValue {
+  if (desc.typeName === "google.protobuf.Struct") return value as JsonValue;
+  if (desc.typeName === "google.protobuf.Value") return toJson(ValueSchema, value as Value);
+  return toJson(desc, value as Message, { useProtoFieldName: true });
 }
 
 function isZero(value: unknown): boolean {

@@ -5,15 +5,16 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ChatCompletionChunkSchema, ChatCompletionRequest, ChatCompletionSchema } from "../../../gen/srl/v1/inference_pb.js";
 import type { InferenceEngine } from "../engine/inference-engine.js";
 import type { EndpointCall } from "../generation/endpoint-call.js";
+import { checkChoices, type RequestLimits } from "../generation/request-bounds.js";
 import type { ModelResolver } from "../generation/resolve-model.js";
 import { structuredGrammar } from "../generation/structured-output.js";
 import { continuedText } from "./messages.js";
 import { planChat } from "./plan.js";
-import { checkMessages, requireModel } from "./request-checks.js";
+import { checkMessages, checkPromptSize, requireModel } from "./request-checks.js";
 import { buildChatCompletion, streamChatChunks, type ChatResponseOptions } from "./response-builder.js";
 
 export class ChatCompletions {
-  constructor(private readonly deps: { engine: InferenceEngine; resolver: ModelResolver }) {}
+  constructor(private readonly deps: { engine: InferenceEngine; resolver: ModelResolver; limits: RequestLimits }) {}
 
   async create(request: ChatCompletionRequest, call: EndpointCall): Promise<MessageInitShape<typeof ChatCompletionSchema>> {
     const { events, options } = await this.start(request, call, false);
@@ -29,7 +30,10 @@ export class ChatCompletions {
     const model = requireModel(request);
     const sent = call.sent();
     checkMessages(sent.messages);
+    checkPromptSize(sent, this.deps.limits);
     const target = await this.deps.resolver.resolve(call.entity(), model);
+    // Before any response state is built for the n choices.
+    checkChoices(request.n ?? 1, target.base.name, this.deps.limits);
     const grammar = structuredGrammar(request, call, { sentResponseFormat: sent.response_format, continuedText: request.continueFinalMessage ? continuedText(sent.messages) : "" });
     const plan = planChat(request, sent, target, streaming, grammar);
     const options: ChatResponseOptions = {

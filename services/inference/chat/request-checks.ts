@@ -7,6 +7,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { ChatCompletionRequest } from "../../../gen/srl/v1/inference_pb.js";
 import { badRequest, expectedLiterals, validationError, type Violation } from "../../core/errors.js";
+import { chatPromptBytes, checkPromptBytes, type RequestLimits } from "../generation/request-bounds.js";
 import { TEXT_FIELD } from "./messages.js";
 
 type Loc = Violation["loc"];
@@ -22,6 +23,11 @@ export const KNOWN_PART_TYPES = ["text", "refusal", "image_url", "image_embeds",
 export function requireModel(request: Pick<ChatCompletionRequest, "model">): string {
   if (!request.model) throw badRequest("model is required");
   return request.model;
+}
+
+/** The text the template renders (messages, tools, documents) within MAX_PROMPT_BYTES, before anything is built. */
+export function checkPromptSize(sent: JsonObject, limits: RequestLimits): void {
+  checkPromptBytes(chatPromptBytes(sent, limits.maxPromptBytes), "messages", limits);
 }
 
 /** The messages' shapes: throws a validation error listing every message that breaks the rules. */

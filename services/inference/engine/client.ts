@@ -5,6 +5,7 @@
 // again: the engine moves to node-llama-cpp's prebuilt binary where that one passed its check,
 // else the model's requests are refused with the cause while other models are served.
 import { fork, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { ApiError, badRequest, notFound, overloaded, unavailable } from "../../core/errors.js";
@@ -129,8 +130,10 @@ export class EngineClient implements InferenceEngine {
     if (this.ready) return this.ready;
     const entry = fileURLToPath(new URL("./llama/process.ts", import.meta.url));
     const settings: EngineSettings = { ...this.settings, binary: this.crashes.binary };
+    // Under `nice` where one is found: the gateway, which answers every tenant, gets the CPU first.
+    const nice = (settings.nice ?? 0) > 0 ? niceCommand() : null;
     const child = fork(entry, [], {
-      execArgv: ["--import", "tsx"],
+      ...(nice ? { execPath: nice, execArgv: ["-n", String(settings.nice), process.execPath, "--import", "tsx"] } : { execArgv: ["--import", "tsx"] }),
       env: { ...process.env, UV_THREADPOOL_SIZE: "1", SRL_ENGINE_SETTINGS: JSON.stringify(settings) },
       serialization: "advanced",
       stdio: ["ignore", "inherit", "inherit", "ipc"],
@@ -198,4 +201,9 @@ function engineError(kind: "bad_request" | "overloaded" | "not_found" | "unavail
     default:
       return new ApiError("internal", message);
   }
+}
+
+/** The `nice` command, or null where none is installed (the engine then runs at the gateway's priority). */
+function niceCommand(): string | null {
+  return ["/usr/bin/nice", "/bin/nice"].find((path) => existsSync(path)) ?? null;
 }

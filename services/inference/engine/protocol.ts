@@ -21,6 +21,10 @@ export interface EngineSettings {
   /** Cap on each model's context per sequence (ENGINE_CONTEXT_SIZE); 0: the model's trained length. */
   contextSize: number;
   maxQueue: number;
+  /** Places in a model's queue one entity may hold; 0: the whole queue (ENGINE_MAX_QUEUE_PER_ENTITY). */
+  maxQueuePerEntity: number;
+  /** Sequences of a context one entity may hold; 0: all, or all but one while others use the model (ENGINE_MAX_SEQUENCES_PER_ENTITY). */
+  maxSequencesPerEntity: number;
   maxContexts: number;
   /** Estimated memory of all contexts (KV caches, compute buffers, adapters) before LRU eviction. */
   contextMemoryBytes: number;
@@ -30,6 +34,8 @@ export interface EngineSettings {
   /** ENGINE_BINARY; the client moves "auto" to "prebuilt" when the local build keeps crashing. */
   binary: BinaryChoice;
   faults: EngineFault[];
+  /** Niceness of the engine process (ENGINE_NICE); 0: the gateway's. */
+  nice?: number;
 }
 
 export interface BaseModelRef {
@@ -52,6 +58,8 @@ export interface SamplingSettings {
 export interface GenerateRequest {
   id: string;
   base: BaseModelRef;
+  /** The entity it runs for: admission takes turns between entities (engine/fair-queue.ts). */
+  tenant: string;
   adapterPath: string | null;
   priority: number;
   /** A legacy completion's prompt, used as it is (no chat template); null for chat. */

@@ -5,6 +5,8 @@ import { notFound } from "../../core/errors.js";
 import { type AdapterFiles, type BaseModelCatalog, type BaseModelEntry, type CheckpointRecord, type Checkpoints, type ModelRecord, type ModelRegistry, parseModelName } from "../../models/index.js";
 
 export interface ServeTarget {
+  /** The caller it is served for: the engines share their sequences fairly between entities. */
+  entity: string;
   base: BaseModelEntry;
   adapterPath: string | null;
   step: number | null;
@@ -55,10 +57,10 @@ export class ModelResolver {
 
   async resolve(entity: string, requested: string): Promise<ServeTarget> {
     const found = await this.find(entity, requested);
-    if (found.kind === "base") return { base: found.base, adapterPath: null, step: null };
+    if (found.kind === "base") return { entity, base: found.base, adapterPath: null, step: null };
     const checkpoint = found.step === "latest" ? await this.deps.checkpoints.latest(found.model._id) : found.checkpoint;
-    if (!checkpoint) return { base: found.base, adapterPath: null, step: 0 };
+    if (!checkpoint) return { entity, base: found.base, adapterPath: null, step: 0 };
     const adapterPath = this.deps.wholeAdapter?.(found.base.name) ? await this.deps.adapters.wholePath(checkpoint) : await this.deps.adapters.ggufPath(checkpoint);
-    return { base: found.base, adapterPath, step: checkpoint.step };
+    return { entity, base: found.base, adapterPath, step: checkpoint.step };
   }
 }

@@ -31,6 +31,7 @@ export function planShared(request: SharedFields, target: ServeTarget, streaming
   if (topP !== null && (topP <= 0 || topP > 1)) throw badRequest("top_p must be in (0, 1]");
   return {
     base: { name: target.base.name, source: target.base.source, scheduling: target.base.scheduling },
+    tenant: target.entity,
     adapterPath: target.adapterPath,
     priority: request.priority ?? 0,
     truncatePromptTokens: request.truncatePromptTokens === undefined ? null : Number(request.truncatePromptTokens),

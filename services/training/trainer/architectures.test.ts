@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../core/logger.js";
 import { GgufReader, getNumber } from "../../weights/gguf/index.js";
 import { writeLoraAdapter, type LoraPair } from "../../weights/lora.js";
+import { adapterBaseOf, checkAdapterFiles } from "../../weights/adapter-check.js";
 import { makeTinyModel, TINY_ARCHITECTURES, type TinyArchitecture, type TinyModelOptions } from "../../weights/tiny-model.js";
 import type { BaseModelRef } from "./api.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "./engine/local-trainer.js";
@@ -103,6 +104,8 @@ describe("architecture families", () => {
         new AbortController().signal,
       );
       expect(result.trained).toBe(true);
+      // What the worker checks before a checkpoint (names, dims, finite values) holds for every family.
+      expect(await checkAdapterFiles(result.adapter!, await adapterBaseOf(path))).toMatchObject({ rank: expect.any(Number) });
       expect(losses).toHaveLength(1);
       expect(Number.isFinite(losses[0])).toBe(true);
 

@@ -15,6 +15,7 @@ import { ensureBuiltInModel } from "../../weights/tiny-model.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "./engine/local-trainer.js";
 import { TrainerClient, TrainerLostError } from "./engine/trainer-client.js";
 import { TrainerPool } from "./engine/trainer-pool.js";
+import { TRAINER_TIMEOUT_DEFAULTS } from "./engine/trainer-settings.js";
 import { TRAINABLE_ARCHITECTURES } from "../../models/trainability.js";
 import { TrainingInputError, type TrainingJobInput, type TrainingJobResult } from "./api.js";
 import { runTrainingJob } from "./runner/run-training-job.js";
@@ -26,6 +27,9 @@ let pool: TrainerPool;
 /** Token ids of a text, for Choices whose logprobs name sampled tokens as "token_id:<n>". */
 let encode: (text: string) => number[];
 let disposeVocab: () => Promise<void>;
+/** The secret the trainers "on other machines" are started with, as an operator would. */
+const REMOTE_SECRET = "remote-trainers-secret-for-tests";
+const remoteSettings = { secret: REMOTE_SECRET, ca: undefined, ...TRAINER_TIMEOUT_DEFAULTS };
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "trainer-job-"));
@@ -204,28 +208,28 @@ describe("runTrainingJob (PyTorch trainer process)", () => {
   it("trains on trainers named by URL (TRAINER_URLS), passing a job on when a trainer is busy or unreachable", async () => {
     const [first, second] = await Promise.all([startTrainer(), startTrainer()]);
     try {
-      const remote = new TrainerPool([first.url, second.url], null);
+      const remote = new TrainerPool([first.url, second.url], null, remoteSettings);
       const size = (await stat(basePath)).size;
       const baseModel = { name: "tiny-chat", ggufPath: basePath, ggufSize: size, source: "builtin:tiny-chat", trainWeights: "" };
       // Keep the first trainer busy with a long job of its own.
       const busy = new AbortController();
       let busySteps = 0;
       const long = runTrainingJob(
-        new TrainerPool([first.url], null),
+        new TrainerPool([first.url], null, remoteSettings),
         { jobId: "long", kind: "sft", baseModel, previousAdapter: null, sftRows: Array.from({ length: 300 }, () => sftRows).flat(), sftConfig: { batch_size: 1 } },
         { started: () => undefined, step: () => void busySteps++ },
         busy.signal,
       ).catch((error: unknown) => error);
       while (busySteps === 0) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect((await new TrainerClient(first.url).describe()).busy).toBe(true);
+      expect((await new TrainerClient(first.url, { secret: REMOTE_SECRET }).describe()).busy).toBe(true);
       // The pool tries the first trainer first (its rotation starts there), finds it busy, moves on.
       const result = await runTrainingJob(remote, { jobId: "remote", kind: "sft", baseModel, previousAdapter: null, sftRows, sftConfig: { batch_size: 3 } }, { started: () => undefined, step: () => undefined }, new AbortController().signal);
       expect(result.trained).toBe(true);
-      expect((await new TrainerClient(first.url).describe()).busy).toBe(true);
+      expect((await new TrainerClient(first.url, { secret: REMOTE_SECRET }).describe()).busy).toBe(true);
       busy.abort();
       expect(await long).toMatchObject({ name: "AbortError" });
       // A trainer that cannot be reached is passed over too (port 9 answers nothing here).
-      const withDead = new TrainerPool(["http://127.0.0.1:9", second.url], null);
+      const withDead = new TrainerPool(["http://127.0.0.1:9", second.url], null, remoteSettings);
       const afterDead = await runTrainingJob(withDead, { jobId: "dead", kind: "sft", baseModel, previousAdapter: null, sftRows, sftConfig: { batch_size: 3 } }, { started: () => undefined, step: () => undefined }, new AbortController().signal);
       expect(afterDead.trained).toBe(true);
     } finally {
@@ -238,7 +242,7 @@ describe("runTrainingJob (PyTorch trainer process)", () => {
 /** A trainer process as an operator starts one on another machine. */
 async function startTrainer(): Promise<{ url: string; process: ChildProcess }> {
   const packageDir = join(import.meta.dirname, "../torch_trainer");
-  const child = spawn(DEFAULT_TRAINER_PYTHON, ["-m", "srl_trainer", "--listen", "127.0.0.1:0", "--threads", "1"], { cwd: packageDir, env: { ...process.env, PYTHONPATH: packageDir }, stdio: ["ignore", "pipe", "ignore"] });
+  const child = spawn(DEFAULT_TRAINER_PYTHON, ["-m", "srl_trainer", "--listen", "127.0.0.1:0", "--threads", "1"], { cwd: packageDir, env: { ...process.env, PYTHONPATH: packageDir, TRAINER_SECRET: REMOTE_SECRET }, stdio: ["ignore", "pipe", "ignore"] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (chunk: Buffer) => {

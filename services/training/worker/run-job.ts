@@ -14,6 +14,7 @@ import { resolveKlReference } from "../kl-reference.js";
 import { parseTrainJsonl, readSftRows } from "../sft-data.js";
 import { TrainingInputError, type InputAdapter, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
 import { TrainerLostError } from "../trainer/engine/trainer-client.js";
+import { AdapterCheckError, adapterBaseOf, checkAdapterFiles } from "../../weights/index.js";
 
 export interface WorkerDeps {
   jobs: TrainingJobs;
@@ -157,7 +158,7 @@ async function train(
   await appended;
   if (signal.aborted) throw new Error("aborted");
 
-  const adapter = newAdapter(result, previous);
+  const adapter = await newAdapter(result, previous, ggufPath);
   const checkpoint = await checkpoints.create(model._id, step, result.metrics, adapter, job._id);
   // Served (and continued from) at once: keep the bytes here rather than read them back.
   if (adapter) await deps.adapters.remember(checkpoint, adapter).catch((error: unknown) => deps.log.warn("could not cache the new adapter", { job_id: job._id, error }));
@@ -170,11 +171,22 @@ function inputAdapter(adapter: AdapterBytes): InputAdapter {
   return adapter.peft ? { format: "peft", files: adapter.peft } : { format: "gguf", files: { "adapter.gguf": adapter.gguf } };
 }
 
-/** The new checkpoint's adapter; with nothing trained, the previous one carries over (none at step 0). */
-function newAdapter(result: TrainingJobResult, previous: AdapterBytes | null): AdapterBytes | undefined {
+/**
+ * The new checkpoint's adapter; with nothing trained, the previous one carries over (none at step
+ * 0). What the trainer sent is checked first (names, tensors, shapes, finite values: weights'
+ * adapter-check.ts): a bad adapter fails the job and never becomes a checkpoint the engine serves
+ * or a later job continues from.
+ */
+async function newAdapter(result: TrainingJobResult, previous: AdapterBytes | null, baseGgufPath: string): Promise<AdapterBytes | undefined> {
   if (result.adapter) {
     const gguf = result.adapter.gguf["adapter.gguf"];
     if (!gguf) throw new Error("the trainer reported success but sent no GGUF adapter");
+    try {
+      await checkAdapterFiles(result.adapter, await adapterBaseOf(baseGgufPath));
+    } catch (error) {
+      if (error instanceof AdapterCheckError) throw new Error(`the trainer returned an invalid adapter; no checkpoint was written: ${error.message}`);
+      throw error;
+    }
     return { gguf, peft: Object.keys(result.adapter.peft).length > 0 ? result.adapter.peft : null };
   }
   if (result.trained) throw new Error("the trainer reported success but sent no adapter");

@@ -1,7 +1,7 @@
 // The engine inside its child process: loads base models once, admits requests into free
-// sequences per base model (first come first served, or by priority where the model is set up for
-// it), refuses past the queue limit, and runs the n choices of a request in parallel sequences so
-// llama.cpp batches them with everything else in flight.
+// sequences per base model (entities taking turns, by priority first where the model is set up for
+// it: engine/fair-queue.ts), refuses past the queue limits, and runs the n choices of a request in
+// parallel sequences so llama.cpp batches them with everything else in flight.
 import type { Llama, LlamaGrammar, LlamaModel, Token } from "node-llama-cpp";
 import { describeBinary, loadLlama, logBinary } from "./binary.js";
 import type { Logger } from "../../../core/logger.js";
@@ -10,6 +10,7 @@ import { ContextPools, type Lease } from "./context-pool.js";
 import { ContextSizes } from "./context-size.js";
 import { describeBaseModel } from "./describe.js";
 import { EngineRequestError } from "./errors.js";
+import { FairQueue, type FairWaiter } from "../fair-queue.js";
 import { beamSearch } from "./beam-search.js";
 import { generateChoice, promptLogprobs } from "./generate.js";
 import { endOfGenerationTokens } from "./model-info.js";
@@ -19,10 +20,13 @@ import { SamplingPlan } from "./sampling.js";
 
 type Emit = (message: EngineToGateway) => void;
 
-interface Waiter {
-  request: GenerateRequest;
-  arrival: number;
+/** Another entity that asked for a model within this long shares it (one sequence is kept for it). */
+const SHARED_WINDOW_MS = 60_000;
+
+interface Waiter extends FairWaiter {
   admit: () => Promise<boolean>;
+  /** Refuses it: another entity needed its place. */
+  displace: (error: EngineRequestError) => void;
 }
 
 export class LlamaEngine {
@@ -30,7 +34,11 @@ export class LlamaEngine {
   private readonly models = new Map<string, Promise<LlamaModel>>();
   private readonly pools: ContextPools;
   private readonly sizes: ContextSizes;
-  private readonly queues = new Map<string, Waiter[]>();
+  private readonly queues = new Map<string, FairQueue<Waiter>>();
+  /** Sequences in use per base model and entity (whose turn it is: the one with fewest). */
+  private readonly running = new Map<string, Map<string, number>>();
+  /** When each entity last asked for each base model (who shares it now). */
+  private readonly lastSeen = new Map<string, Map<string, number>>();
   private arrivals = 0;
 
   constructor(
@@ -112,6 +120,7 @@ export class LlamaEngine {
       emit({ type: "done", id: request.id, usage: { promptTokens: prompt.tokens.length, completionTokens, cachedTokens: cached } });
     } finally {
       this.pools.release(request.base.name, request.adapterPath, lease.sequences);
+      this.countRunning(request, -lease.sequences.length);
       this.pump(request.base.name);
     }
   }
@@ -125,19 +134,30 @@ export class LlamaEngine {
   }
 
   private admit(request: GenerateRequest, model: LlamaModel, prompt: Token[], signal: AbortSignal): Promise<Lease> {
-    const queue = this.queues.get(request.base.name) ?? [];
-    this.queues.set(request.base.name, queue);
-    if (queue.length >= this.settings.maxQueue) {
-      return Promise.reject(new EngineRequestError("overloaded", `model ${request.base.name} has ${queue.length} requests waiting; retry shortly`));
-    }
+    const queue = this.queueOf(request.base.name);
+    const seen = this.lastSeen.get(request.base.name) ?? new Map<string, number>();
+    this.lastSeen.set(request.base.name, seen);
+    seen.set(request.tenant, performance.now());
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
-        request,
+        tenant: request.tenant,
+        n: request.n,
+        priority: request.priority,
         arrival: this.arrivals++,
         admit: async () => {
           try {
             const taken = await this.pools.take(model, request.base.name, request.adapterPath, request.n, request.cacheSalt, prompt);
             if (!taken) return false;
+            if (signal.aborted) {
+              // Cancelled while its sequences were being prepared: they go back at once.
+              void taken.prepared.catch(() => undefined).then(() => {
+                this.pools.release(request.base.name, request.adapterPath, taken.sequences);
+                this.pump(request.base.name);
+              });
+              reject(new EngineRequestError("internal", "cancelled"));
+              return true;
+            }
+            this.countRunning(request, taken.sequences.length);
             resolve(taken);
           } catch (error) {
             // This request cannot be served (no room for its context at all, a context that failed
@@ -146,23 +166,60 @@ export class LlamaEngine {
           }
           return true;
         },
+        displace: reject,
       };
+      const placed = queue.enqueue(waiter);
+      if (!placed.admitted) {
+        reject(new EngineRequestError("overloaded", `model ${request.base.name}: ${placed.reason}; retry shortly`));
+        return;
+      }
+      placed.displaced?.displace(new EngineRequestError("overloaded", `model ${request.base.name}: its waiting room is full and another entity needed this request's place (${queue.length} waiting, ENGINE_MAX_QUEUE=${this.settings.maxQueue}); retry shortly`));
       signal.addEventListener("abort", () => {
-        const index = queue.indexOf(waiter);
-        if (index >= 0) {
-          queue.splice(index, 1);
-          reject(new EngineRequestError("internal", "cancelled"));
-        }
+        if (queue.remove(waiter)) reject(new EngineRequestError("internal", "cancelled"));
       });
-      queue.push(waiter);
       this.pump(request.base.name);
     });
+  }
+
+  private queueOf(baseName: string): FairQueue<Waiter> {
+    let queue = this.queues.get(baseName);
+    if (!queue) {
+      const maxQueuePerTenant = this.settings.maxQueuePerEntity > 0 ? this.settings.maxQueuePerEntity : this.settings.maxQueue;
+      queue = new FairQueue<Waiter>({ maxQueue: this.settings.maxQueue, maxQueuePerTenant });
+      this.queues.set(baseName, queue);
+    }
+    return queue;
+  }
+
+  /**
+   * Sequences of a base model one entity may hold. By default all of them while no other entity
+   * has used the model lately, else all but one: generation cannot be pre-empted, so the one kept
+   * free lets the others start at once instead of waiting for a long generation to end.
+   */
+  private sequenceShare(baseName: string, tenant: string): number {
+    const configured = this.settings.maxSequencesPerEntity;
+    if (configured > 0) return configured;
+    const since = performance.now() - SHARED_WINDOW_MS;
+    const seen = this.lastSeen.get(baseName) ?? new Map<string, number>();
+    for (const [other, at] of seen) {
+      if (at < since) seen.delete(other);
+      else if (other !== tenant) return Math.max(1, this.settings.sequences - 1);
+    }
+    return this.settings.sequences;
+  }
+
+  private countRunning(request: GenerateRequest, change: number): void {
+    const byTenant = this.running.get(request.base.name) ?? new Map<string, number>();
+    this.running.set(request.base.name, byTenant);
+    const count = (byTenant.get(request.tenant) ?? 0) + change;
+    if (count > 0) byTenant.set(request.tenant, count);
+    else byTenant.delete(request.tenant);
   }
 
   private readonly pumping = new Set<string>();
   private readonly pumpAgain = new Set<string>();
 
-  /** Admits waiting requests in order while sequences are free; a call during a pass runs another pass. */
+  /** Admits waiting requests in turn while sequences are free; a call during a pass runs another pass. */
   private pump(baseName: string): void {
     if (this.pumping.has(baseName)) {
       this.pumpAgain.add(baseName);
@@ -173,12 +230,13 @@ export class LlamaEngine {
       try {
         do {
           this.pumpAgain.delete(baseName);
-          const queue = this.queues.get(baseName) ?? [];
-          queue.sort((a, b) => a.request.priority - b.request.priority || a.arrival - b.arrival);
-          while (queue.length > 0) {
-            const head = queue[0] as Waiter;
-            if (!(await head.admit())) break;
-            queue.shift();
+          const queue = this.queueOf(baseName);
+          const runningOf = (tenant: string) => this.running.get(baseName)?.get(tenant) ?? 0;
+          // An entity running nothing may always start; one that runs some stays within its share.
+          const mayRun = (waiter: Waiter) => runningOf(waiter.tenant) === 0 || runningOf(waiter.tenant) + waiter.n <= this.sequenceShare(baseName, waiter.tenant);
+          for (let next = queue.next(runningOf, mayRun); next !== undefined; next = queue.next(runningOf, mayRun)) {
+            if (!(await next.admit())) break;
+            queue.remove(next);
           }
         } while (this.pumpAgain.has(baseName));
       } finally {

@@ -7,6 +7,7 @@ import type { LlamaModel, Token } from "node-llama-cpp";
 import type { GenerateRequest } from "../protocol.js";
 import { EngineRequestError } from "./errors.js";
 import { chatTemplateOf, vocabSize } from "./model-info.js";
+import { refuseUnfittable } from "./prompt-bound.js";
 
 export interface Prompt {
   text: string;
@@ -61,6 +62,7 @@ export function buildPrompt(model: LlamaModel, request: GenerateRequest, context
     );
   }
   if (request.continueFinalMessage) text = openFinalMessage(text, last);
+  refuseUnfittable(model, text, request, contextSize);
   let tokens = model.tokenize(text, true);
   if (request.addSpecialTokens && model.tokens.bos !== null && tokens[0] !== model.tokens.bos) tokens = [model.tokens.bos, ...tokens];
   tokens = fitContext(tokens, request, contextSize);
@@ -76,6 +78,7 @@ export function buildPrompt(model: LlamaModel, request: GenerateRequest, context
 function rawPrompt(model: LlamaModel, request: GenerateRequest, prompt: { text: string } | { tokenIds: number[] }, contextSize: number): Prompt {
   let tokens: Token[];
   if ("text" in prompt) {
+    refuseUnfittable(model, prompt.text, request, contextSize);
     tokens = model.tokenize(prompt.text, true);
     const bos = model.tokens.bos;
     if (request.addSpecialTokens && model.tokens.shouldPrependBosToken && bos !== null && tokens[0] !== bos) tokens = [bos, ...tokens];

@@ -14,6 +14,7 @@ import grpc
 import torch
 
 from . import proto
+from .auth import SecretInterceptor
 from .architectures import SUPPORTED
 from .base_models import ModelCache, ModelRef, inspect_gguf, resolve_gguf, why_not_trainable
 from .errors import CancelledError, InputError, UnsupportedModelError
@@ -29,7 +30,15 @@ from .versions import versions
 pb, pb_grpc = proto.load()
 log = logging.getLogger("srl_trainer")
 CHUNK_BYTES = 1 << 20
-MAX_MESSAGE_BYTES = 64 << 20
+# Largest message received or sent (gRPC refuses a bigger one with RESOURCE_EXHAUSTED before it is
+# held in memory). Clients send adapters in 1 MiB chunks and rows in batches of ~64k tokens, and
+# Score answers in batches of at most SCORE_BATCH_FLOATS values: 8 MiB leaves room for a single
+# row of a 128k-token context (~10 bytes a token) and nothing much more. The TypeScript client
+# (engine/trainer-client.ts) sets the same limit.
+MAX_MESSAGE_BYTES = 8 << 20
+SCORE_BATCH_FLOATS = 1 << 18
+# The only input files an adapter can have: anything else is refused before it is kept.
+INPUT_FILENAMES = {"gguf": ("adapter.gguf",), "peft": ("adapter_config.json", "adapter_model.safetensors")}
 
 
 def model_ref(message: Any) -> ModelRef:
@@ -55,6 +64,8 @@ def read_input(requests: Iterator[Any], roles: tuple[int, ...] = (ROLE_PREVIOUS,
             chunk = request.file
             if chunk.role not in roles:
                 raise InputError(f"input files must be {' or '.join(pb.AdapterRole.Name(r).removeprefix('ADAPTER_ROLE_') for r in roles)} adapters")
+            if chunk.filename not in INPUT_FILENAMES.get(chunk.format, ()):
+                raise InputError(f"an input adapter's files are {', '.join(n for names in INPUT_FILENAMES.values() for n in names)} (format gguf or peft); got {chunk.format!r}/{chunk.filename[:80]!r}")
             adapter = job.adapters.setdefault(chunk.role, AdapterInput(format=chunk.format))
             if adapter.format != chunk.format:
                 raise InputError("an input adapter's files must share one format")
@@ -193,11 +204,13 @@ class TrainerService(pb_grpc.TrainerServicer):
             if model is not None:
                 detach(model)
         batch: list[Any] = []
+        floats = 0
         for i in range(len(job.rows)):
-            batch.append(pb.RowLogprobs(logprobs=results[i].tolist()))
-            if len(batch) == 256:
+            if batch and floats + len(results[i]) > SCORE_BATCH_FLOATS:
                 yield pb.ScoreResponse(rows=batch)
-                batch = []
+                batch, floats = [], 0
+            batch.append(pb.RowLogprobs(logprobs=results[i].tolist()))
+            floats += len(results[i])
         if batch:
             yield pb.ScoreResponse(rows=batch)
 
@@ -235,13 +248,20 @@ class TrainerService(pb_grpc.TrainerServicer):
         context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
 
 
-def serve(address: str, device: torch.device, threads: int) -> tuple[grpc.Server, int]:
+def serve(address: str, device: torch.device, threads: int, secret: str | None = None, tls: tuple[bytes, bytes] | None = None) -> tuple[grpc.Server, int]:
+    """Serves on `address` (port 0: any free one; the bound port is returned). `secret`: every call
+    must carry it (auth.py); `tls`: (certificate chain PEM, private key PEM)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=8),
+        interceptors=[SecretInterceptor(secret)] if secret else [],
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)],
     )
     pb_grpc.add_TrainerServicer_to_server(TrainerService(device, threads), server)
-    port = server.add_insecure_port(address)
+    if tls:
+        cert, key = tls
+        port = server.add_secure_port(address, grpc.ssl_server_credentials([(key, cert)]))
+    else:
+        port = server.add_insecure_port(address)
     if port == 0:
         raise RuntimeError(f"cannot listen on {address}")
     server.start()

@@ -116,7 +116,9 @@ def test_adapters_that_do_not_fit_are_input_errors(tmp_path: Path) -> None:
     for message, files in cases.items():
         with pytest.raises(InputError, match=message):
             fit.check_fits(peft_files.read(files), base)
-    for config, message in ((b'{"r": 4, "lora_alpha": 8, "use_dora": true}', "DoRA"), (b'{"r": 4}', "numeric r and lora_alpha"), (b'{"peft_type": "IA3", "r": 4}', "not LORA")):
+    for config, message in ((b'{"r": 4, "lora_alpha": 8, "use_dora": true}', "DoRA"), (b'{"r": 4}', "lora_alpha must be a number"), (b'{"peft_type": "IA3", "r": 4}', "not LORA"),
+                            (b'{"r": 1e309, "lora_alpha": 8}', "r must be an integer"), (b'{"r": 4.5, "lora_alpha": 8}', "r must be an integer"),
+                            (b'{"r": 4, "lora_alpha": NaN}', "lora_alpha must be a number"), (b'{"r": 4096, "lora_alpha": 8}', "r must be an integer from 1 to 1024")):
         with pytest.raises(InputError, match=message):
             peft_files.read({**peft, peft_files.CONFIG: config})
     # Half precision (bf16 as many adapters are saved) reads as float32.

@@ -1,12 +1,17 @@
 // The trainer process of this machine: `python -m srl_trainer` from the project's Python
 // environment, started on first use, logged to DATA_DIR/logs/trainer.log, taken down with this
-// process, and started again when it has died (its job then ends as a lost trainer: ../index.ts).
-import { existsSync, mkdirSync } from "node:fs";
+// process, and started again when it has died (its job then ends as a lost trainer: ../index.ts)
+// or ran past a deadline (restart()). It binds a free loopback port itself and writes the port to
+// a file of this process's (no port found free here and bound there later, which another process
+// could take in between), and it answers only calls carrying the installation's secret
+// (./trainer-secret.ts), given to it in its environment.
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort, hasExited, sleep, spawnLogged, tail, type ManagedChild } from "../../../core/child-process.js";
+import { hasExited, sleep, spawnLogged, tail, type ManagedChild } from "../../../core/child-process.js";
 import type { Logger } from "../../../core/logger.js";
 import { TrainerClient } from "./trainer-client.js";
+import { installationSecret } from "./trainer-secret.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
 const PACKAGE_DIR = join(REPO_ROOT, "services/training/torch_trainer");
@@ -20,6 +25,8 @@ export interface LocalTrainerOptions {
   dataDir: string;
   /** CPU threads; 0: the cores this process may use. */
   threads: number;
+  /** Niceness of the trainer process (TRAINER_NICE): training yields the CPU to serving. */
+  nice?: number;
   log: Logger;
 }
 
@@ -68,6 +75,22 @@ export class LocalTrainer {
     await this.running?.child.stop();
   }
 
+  /**
+   * Takes down the trainer of `generation` (a call to it ran past its deadline: it may be hung, and
+   * it holds its job lock); the next call starts a new one. A later generation is left alone.
+   */
+  async restart(generation: number, reason: string): Promise<void> {
+    const running = this.running;
+    if (!running || this.generation !== generation || hasExited(running.child.process)) return;
+    this.options.log.warn("restarting the trainer process: it did not answer in time", { reason, log_file: this.logFile });
+    await running.child.stop();
+  }
+
+  /** Where the trainer writes the port it bound: one file per process (workers may share DATA_DIR). */
+  private get portFile(): string {
+    return join(this.options.dataDir, "run", `trainer-${process.pid}.port`);
+  }
+
   private async start(): Promise<Running> {
     if (this.stopped) throw new Error("the trainer is stopped");
     const { python, threads, log } = this.options;
@@ -76,22 +99,26 @@ export class LocalTrainer {
     }
     if (this.running) log.warn("the trainer process exited; starting it again", { exit: await this.running.child.exited });
     mkdirSync(dirname(this.logFile), { recursive: true });
-    const port = await freePort();
-    const args = ["-m", "srl_trainer", "--listen", `127.0.0.1:${port}`, ...(threads > 0 ? ["--threads", String(threads)] : [])];
+    mkdirSync(dirname(this.portFile), { recursive: true });
+    rmSync(this.portFile, { force: true }); // a previous trainer's port is not this one's
+    const secret = installationSecret(this.options.dataDir);
+    const args = ["-m", "srl_trainer", "--listen", "127.0.0.1:0", "--port-file", this.portFile, ...(threads > 0 ? ["--threads", String(threads)] : []), ...((this.options.nice ?? 0) > 0 ? ["--nice", String(this.options.nice)] : [])];
     const started = performance.now();
-    log.info("starting the trainer process", { python, port, log_file: this.logFile });
-    const child = spawnLogged(python, args, this.logFile, { cwd: PACKAGE_DIR, env: { ...process.env, PYTHONPATH: PACKAGE_DIR, PYTHONUNBUFFERED: "1" } });
-    const client = new TrainerClient(`http://127.0.0.1:${port}`);
+    log.info("starting the trainer process", { python, log_file: this.logFile });
+    const child = spawnLogged(python, args, this.logFile, { cwd: PACKAGE_DIR, env: { ...process.env, TRAINER_SECRET: secret, PYTHONPATH: PACKAGE_DIR, PYTHONUNBUFFERED: "1" } });
+    let client: TrainerClient | undefined;
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       if (hasExited(child.process)) {
         throw new Error(`the trainer process exited at start (${await child.exited}): ${(await tail(this.logFile, 2_000)).trim()}`);
       }
-      const info = await client.describe(2_000).catch(() => null);
-      if (info) {
+      const port = client ? undefined : readPort(this.portFile);
+      if (port !== undefined) client = new TrainerClient(`http://127.0.0.1:${port}`, { secret });
+      const info = client ? await client.describe(2_000).catch(() => null) : null;
+      if (client && info) {
         this.generation++;
         this.running = { child, client };
-        log.info("trainer ready", { seconds: Math.round((performance.now() - started) / 100) / 10, device: info.device, threads: info.threads, versions: info.versions });
+        log.info("trainer ready", { url: client.url, seconds: Math.round((performance.now() - started) / 100) / 10, device: info.device, threads: info.threads, versions: info.versions });
         return this.running;
       }
       if (Date.now() > deadline) {
@@ -101,4 +128,16 @@ export class LocalTrainer {
       await sleep(250);
     }
   }
+}
+
+/** The port the trainer wrote (atomically, once serving), or undefined while there is none. */
+function readPort(file: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  const port = Number(text.trim());
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : undefined;
 }

@@ -1,11 +1,15 @@
 // The trainers a worker may use: the local process it supervises (the default), or the trainers
 // named by TRAINER_URLS (other machines, CUDA). A job goes to a trainer that is not busy; a busy
-// one answers RESOURCE_EXHAUSTED and the next is tried, then all again after a pause.
+// one answers RESOURCE_EXHAUSTED and the next is tried, then all again after a pause. Every call
+// has a deadline (./trainer-settings.ts): a job's, TRAINER_JOB_TIMEOUT_MS, spans its wait for a
+// free trainer and its Train call; a local trainer that runs past it is restarted (it may be hung
+// and holds the job lock), a remote one is left to its operator.
 import type { InspectBaseModelResponse } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import { type AdapterFileSet, type BaseModelRef, type InputAdapter, TrainingInputError } from "../api.js";
 import type { LocalTrainer } from "./local-trainer.js";
-import { TrainerBusyError, TrainerClient, TrainerLostError, TrainerUnreachableError, TrainerUnsupportedError } from "./trainer-client.js";
+import { type Deadline, TrainerBusyError, TrainerClient, TrainerLostError, TrainerTimeoutError, TrainerUnreachableError, TrainerUnsupportedError } from "./trainer-client.js";
 import type { TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
+import { describeDuration, TRAINER_TIMEOUT_DEFAULTS, type TrainerSettings } from "./trainer-settings.js";
 import { baseModelMessage } from "./wire.js";
 
 const ALL_BUSY_PAUSE_MS = 2_000;
@@ -14,10 +18,26 @@ export class TrainerPool {
   private readonly remotes: TrainerClient[];
   private next = 0;
   private readonly inspected = new Map<string, Promise<InspectBaseModelResponse>>();
+  private readonly settings: TrainerSettings;
 
-  constructor(urls: readonly string[], private readonly local: LocalTrainer | null) {
-    this.remotes = urls.map((url) => new TrainerClient(url));
+  /**
+   * `settings`: the secret, CA and deadlines (services/app passes the configuration's,
+   * trainer-settings.ts); by default no secret and the default deadlines, enough for a local
+   * trainer, which has its own secret.
+   */
+  constructor(
+    urls: readonly string[],
+    private readonly local: LocalTrainer | null,
+    settings?: TrainerSettings,
+  ) {
+    this.settings = settings ?? { secret: "", ca: undefined, ...TRAINER_TIMEOUT_DEFAULTS };
+    if (urls.length > 0 && !this.settings.secret) throw new Error("trainers named by URL (TRAINER_URLS) need their shared secret (TRAINER_SECRET)");
+    this.remotes = urls.map((url) => new TrainerClient(url, { secret: this.settings.secret, ca: this.settings.ca }));
     if (this.remotes.length === 0 && !local) throw new Error("a trainer pool needs TRAINER_URLS or a local trainer");
+  }
+
+  private get callDeadline(): Deadline {
+    return { ms: this.settings.callTimeoutMs, limit: `${describeDuration(this.settings.callTimeoutMs)} (TRAINER_CALL_TIMEOUT_MS)` };
   }
 
   describeTargets(): string {
@@ -25,11 +45,11 @@ export class TrainerPool {
   }
 
   async train(job: TrainerJob, progress: TrainerProgress, signal: AbortSignal): Promise<TrainerOutcome> {
-    return this.withTrainer(signal, (client) => client.train(job, progress, signal));
+    return this.withTrainer(signal, (client, deadline) => client.train(job, progress, signal, deadline));
   }
 
   async score(baseModel: BaseModelRef, rows: readonly (readonly number[])[], adapter: InputAdapter | null, signal: AbortSignal): Promise<Float32Array[]> {
-    return this.withTrainer(signal, (client) => client.score(baseModelMessage(baseModel), rows, adapter, signal));
+    return this.withTrainer(signal, (client, deadline) => client.score(baseModelMessage(baseModel), rows, adapter, signal, deadline));
   }
 
   /**
@@ -40,7 +60,7 @@ export class TrainerPool {
     const key = JSON.stringify([ref.name, ref.ggufPath, ref.ggufSize, ref.source, ref.trainWeights]);
     let cached = this.inspected.get(key);
     if (!cached) {
-      cached = this.askAny((client) => client.inspect(baseModelMessage(ref)));
+      cached = this.askAny((client) => client.inspect(baseModelMessage(ref), this.callDeadline));
       cached.catch(() => this.inspected.delete(key)); // an unreachable trainer is asked again next time
       this.inspected.set(key, cached);
     }
@@ -54,7 +74,7 @@ export class TrainerPool {
    * is unreadable or does not fit the base model.
    */
   convertAdapter(ref: BaseModelRef, peftFiles: Record<string, Uint8Array>, signal?: AbortSignal): Promise<AdapterFileSet> {
-    return this.askAny((client) => client.convertAdapter(baseModelMessage(ref), peftFiles, signal), signal);
+    return this.askAny((client) => client.convertAdapter(baseModelMessage(ref), peftFiles, signal, this.callDeadline), signal);
   }
 
   async stop(): Promise<void> {
@@ -66,7 +86,7 @@ export class TrainerPool {
    * alone). Bad input is the same answer from every trainer, so it is not asked again.
    */
   private async askAny<T>(ask: (client: TrainerClient) => Promise<T>, signal?: AbortSignal): Promise<T> {
-    if (this.local) return ask(await this.local.client());
+    if (this.local) return this.restartingHung(ask, await this.local.client(), this.local.generation);
     let last: unknown;
     for (const client of this.remotes) {
       try {
@@ -79,7 +99,19 @@ export class TrainerPool {
     throw last;
   }
 
-  private async withTrainer<T>(signal: AbortSignal, use: (client: TrainerClient) => Promise<T>): Promise<T> {
+  /** A local trainer's call past its deadline: the process may be hung, so it is started afresh. */
+  private async restartingHung<T>(ask: (client: TrainerClient) => Promise<T>, client: TrainerClient, generation: number): Promise<T> {
+    try {
+      return await ask(client);
+    } catch (error) {
+      if (error instanceof TrainerTimeoutError && this.local) await this.local.restart(generation, error.message);
+      throw error;
+    }
+  }
+
+  private async withTrainer<T>(signal: AbortSignal, use: (client: TrainerClient, deadline: Deadline) => Promise<T>): Promise<T> {
+    const { jobTimeoutMs } = this.settings;
+    const endsAt = Date.now() + jobTimeoutMs;
     for (;;) {
       const candidates: { client: TrainerClient; generation: number | null }[] = this.local
         ? [{ client: await this.local.client(), generation: this.local.generation }]
@@ -87,9 +119,14 @@ export class TrainerPool {
       let unreachable: TrainerUnreachableError | undefined;
       let busy = false;
       for (const { client, generation } of candidates) {
+        const deadline: Deadline = { ms: Math.max(1, endsAt - Date.now()), limit: `${describeDuration(jobTimeoutMs)} (TRAINER_JOB_TIMEOUT_MS)` };
         try {
-          return await use(client);
+          return await use(client, deadline);
         } catch (error) {
+          if (error instanceof TrainerTimeoutError) {
+            if (this.local && generation !== null) await this.local.restart(generation, error.message);
+            throw error;
+          }
           if (error instanceof TrainerBusyError) {
             busy = true;
             continue;
@@ -107,6 +144,7 @@ export class TrainerPool {
       }
       // None took it: wait while some are busy; when none could be reached, the job is lost (retried later).
       if (!busy && unreachable) throw unreachable;
+      if (Date.now() + ALL_BUSY_PAUSE_MS >= endsAt) throw new TrainerTimeoutError(`no trainer was free within ${describeDuration(jobTimeoutMs)} (TRAINER_JOB_TIMEOUT_MS): ${this.describeTargets()} stayed busy`);
       await pause(ALL_BUSY_PAUSE_MS, signal);
     }
   }

@@ -16,6 +16,10 @@ from .adapter import PEFT_PREFIX, Adapter
 CONFIG = "adapter_config.json"
 WEIGHTS = "adapter_model.safetensors"
 
+# The bounds services/weights/adapter-check.ts applies to every adapter the service keeps.
+MAX_RANK = 1024
+MAX_ALPHA = 65536.0
+
 # PEFT settings a llama.cpp LoRA (one alpha, delta W = alpha / rank * B A) cannot express.
 _UNSUPPORTED = {"use_dora": "DoRA", "use_rslora": "rsLoRA", "fan_in_fan_out": "fan_in_fan_out", "rank_pattern": "per-module ranks", "alpha_pattern": "per-module alphas"}
 
@@ -72,13 +76,13 @@ def _settings(config: Any) -> tuple[int, float]:
     unsupported = [label for key, label in _UNSUPPORTED.items() if config.get(key)]
     if unsupported:
         raise InputError(f"{', '.join(unsupported)} adapters are not supported (plain LoRA only)")
-    try:
-        rank, alpha = int(config["r"]), float(config["lora_alpha"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise InputError(f"{CONFIG} needs numeric r and lora_alpha") from error
-    if rank <= 0 or not np.isfinite(alpha):
-        raise InputError(f"{CONFIG}: r {rank} and lora_alpha {alpha} are not a LoRA's")
-    return rank, alpha
+    r, alpha = config.get("r"), config.get("lora_alpha")
+    # JSON numbers: 8, 8.0 or 1e309 (inf); a bool is an int to Python, not a rank.
+    if isinstance(r, bool) or not isinstance(r, (int, float)) or not float(r).is_integer() or not 1 <= r <= MAX_RANK:
+        raise InputError(f"{CONFIG}: r must be an integer from 1 to {MAX_RANK}, got {json.dumps(r)}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha) or not 0 < alpha <= MAX_ALPHA:
+        raise InputError(f"{CONFIG}: lora_alpha must be a number above 0 and at most {MAX_ALPHA:g}, got {json.dumps(alpha)}")
+    return int(r), float(alpha)
 
 
 def _pairs(tensors: dict[str, torch.Tensor]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
