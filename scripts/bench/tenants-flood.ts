@@ -2,29 +2,14 @@
 // 80 concurrent long streams, 30 MiB prompts, 40 training jobs, 400-alias GraphQL queries and
 // cheap calls, for FLOOD_SECONDS against FLOOD_URL with FLOOD_KEY. Prints one JSON line: how many
 // answers of each kind and status it got.
-export {};
+import { sleep, tenantCalls } from "./tenant-calls.js";
+
 const url = process.env.FLOOD_URL as string;
 const keyA = process.env.FLOOD_KEY as string;
 const FLOOD = (process.env.FLOOD_PARTS ?? "streams,prompts,jobs,graphql,calls").split(",");
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const json = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${keyA}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  await response.arrayBuffer();
-  return response.status;
-};
-const groups = [
-  {
-    trajectories: [0, 1].map((reward) => ({
-      messages_and_choices: [{ role: "user", content: "Colour?" }, { finish_reason: "stop", index: 0, message: { role: "assistant", content: reward ? "Blue." : "Red." } }],
-      reward,
-    })),
-  },
-];
-const createJob = (modelId: string) => json("POST", "/v1/preview/training-jobs", { model_id: modelId, trajectory_groups: groups, experimental_config: { learning_rate: 1e-4 } });
+const calls = tenantCalls(url, keyA);
+const json = async (method: string, path: string) => (await calls.json(method, path)).status;
+const createJob = async (modelId: string) => (await calls.createJob(modelId)).status;
 
 /** A's flood, until `until`: every answer's status counted. */
 async function flood(until: number, modelIds: string[]): Promise<Map<string, number>> {

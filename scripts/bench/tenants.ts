@@ -8,16 +8,17 @@
 // BENCH_SECONDS (default 20) per phase. Uses its own database, data directory and trainer
 // BENCH_FLOOD=streams,prompts,jobs,graphql,calls picks parts of A's flood (default all).
 // (BENCH_KEEP=1 keeps them, with the server's log; BENCH_LOG_LEVEL sets its level, default warn).
+import { niceCommand } from "../../services/core/child-process.js";
 import { ApiKeys } from "../../services/gateway/auth/api-keys.js";
 import { connectDatabase } from "../../services/store/mongo.js";
 import { startEmbeddedDatabase } from "../../services/store/launcher.js";
 import { startServerProcess } from "../../test/support/server-process.js";
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { percentile } from "./stats.js";
+import { sleep, tenantCalls } from "./tenant-calls.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const INTERVAL_MS = Number(process.env.BENCH_INTERVAL_MS ?? 200);
@@ -40,25 +41,10 @@ const keyA = (await new ApiKeys(db.db).create("flooder")).key;
 const keyB = (await new ApiKeys(db.db).create("steady")).key;
 await db.close();
 
-const json = async (key: string, method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json().catch(() => null)) as Record<string, unknown> | null };
-};
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const callsOf = { [keyA]: tenantCalls(url, keyA), [keyB]: tenantCalls(url, keyB) };
+const json = (key: string, method: string, path: string, body?: unknown) => callsOf[key]!.json(method, path, body);
+const createJob = (key: string, modelId: string) => callsOf[key]!.createJob(modelId);
 const registerModel = async (key: string, name: string) => (await json(key, "POST", "/v1/preview/models", { project: "bench", name, base_model: "tiny-chat" })).body?.id as string;
-const groups = [
-  {
-    trajectories: [0, 1].map((reward) => ({
-      messages_and_choices: [{ role: "user", content: "Colour?" }, { finish_reason: "stop", index: 0, message: { role: "assistant", content: reward ? "Blue." : "Red." } }],
-      reward,
-    })),
-  },
-];
-const createJob = (key: string, modelId: string) => json(key, "POST", "/v1/preview/training-jobs", { model_id: modelId, trajectory_groups: groups, experimental_config: { learning_rate: 1e-4 } });
 
 /** B's light load: one call every INTERVAL_MS, in turn, until `until`. */
 async function steadyLoad(until: number): Promise<Sample[]> {
@@ -118,7 +104,7 @@ async function jobDelays(modelId: string, deadline: number): Promise<{ startS: n
  */
 async function flood(seconds: number, modelIds: string[]): Promise<Map<string, number>> {
   const script = join(import.meta.dirname, "tenants-flood.ts");
-  const nice = ["/usr/bin/nice", "/bin/nice"].find((path) => existsSync(path));
+  const nice = niceCommand();
   const command = nice ? [nice, "-n", "19", process.execPath] : [process.execPath];
   const child = spawn(command[0]!, [...command.slice(1), "--import", "tsx", script], {
     env: { ...process.env, FLOOD_URL: url, FLOOD_KEY: keyA, FLOOD_MODELS: modelIds.join(","), FLOOD_SECONDS: String(seconds), FLOOD_PARTS: FLOOD.join(",") },

@@ -2,7 +2,7 @@
 // guard that takes them down with this process, logged to a file in the data directory, stopped
 // gracefully then forcibly.
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, closeSync, constants, openSync, statSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, openSync, statSync, writeSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { createServer } from "node:net";
 import { constants as osConstants } from "node:os";
@@ -177,4 +177,9 @@ export function errorMessage(err: unknown): string {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The `nice` command (runs a process at a lower CPU priority), or null where none is installed. */
+export function niceCommand(): string | null {
+  return ["/usr/bin/nice", "/bin/nice"].find((candidate) => existsSync(candidate)) ?? null;
 }

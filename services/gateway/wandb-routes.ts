@@ -13,7 +13,7 @@ import type { Logger } from "../core/logger.js";
 import { FieldTooLarge, type WandbApi } from "../wandb/index.js";
 import type { Callers } from "./auth/callers.js";
 import { writeJson } from "./http-boundary.js";
-import { httpStatusOf } from "./rest/error-response.js";
+import { httpStatusOf, retryAfterHeader } from "./rest/error-response.js";
 import { BodyTooLarge, readBody } from "./rest/read-body.js";
 import { decodeSegment, requestTarget } from "./rest/request-target.js";
 
@@ -65,7 +65,7 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
           // The token first (unauthenticated: it is the only credential), then at most what it grants.
           const target = api.uploadTarget(route.token);
           const limit = Math.min(options.bodyLimitBytes, target.maxBytes ?? Infinity);
-          await target.receive(target.keep ? await readBody(req, limit) : await drainBody(req, limit));
+          await target.receive(await readBody(req, limit, { keep: target.keep }));
           res.writeHead(200, { "content-length": "0", etag: '""' });
           res.end();
           break;
@@ -90,9 +90,8 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
       status = error instanceof BodyTooLarge || error instanceof FieldTooLarge ? 413 : httpStatusOf(mapped);
       if (status >= 500) log.error("wandb api request failed", { path: route.kind, error });
       const message = status === 500 ? "Internal Server Error" : mapped.rawMessage;
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = retryAfterHeader(status, mapped);
       if (status === 401) headers["www-authenticate"] = 'Basic realm="wandb"';
-      if (status === 429 || status === 503) headers["retry-after"] = mapped.metadata.get("retry-after") ?? "1";
       // A body not read (refused before it, or too large) is not read on: the connection ends with
       // the answer (HTTP/1.1 only: the header is not valid in HTTP/2, whose stream ends with its response).
       if (!req.complete && req.httpVersionMajor === 1) headers.connection = "close";
@@ -134,18 +133,6 @@ function baseUrlOf(req: Request): string {
   const host = ("authority" in req && typeof req.authority === "string" ? req.authority : null) ?? header(req, "host") ?? "localhost";
   const proto = header(req, "x-forwarded-proto") === "https" ? "https" : "http";
   return `${proto}://${host}`;
-}
-
-/** Reads a body up to `limit` bytes and keeps none of it. */
-async function drainBody(req: Request, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? NaN);
-  if (declared > limit) throw new BodyTooLarge(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new BodyTooLarge(`request body exceeds the limit of ${limit} bytes`);
-  }
-  return Buffer.alloc(0);
 }
 
 function parseJson(raw: Buffer): unknown {

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import { conflict } from "../core/errors.js";
 import { type Blobs, isDuplicateKey, type Page, paginate, upsertTolerant } from "../store/index.js";
+import { ADAPTER_GGUF_FILE } from "../weights/index.js";
 import { fieldKey } from "./runs.js";
 
 export interface CheckpointRecord {
@@ -50,7 +51,8 @@ export interface AdapterBytes {
   peft: Record<string, Uint8Array> | null;
 }
 
-export const GGUF_ADAPTER_FILE = "adapter.gguf";
+/** The GGUF file of a checkpoint's adapter (weights names the adapter files). */
+export const GGUF_ADAPTER_FILE = ADAPTER_GGUF_FILE;
 
 export class Checkpoints {
   private readonly checkpoints: Collection<CheckpointRecord>;

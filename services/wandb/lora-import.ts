@@ -12,7 +12,7 @@ import { stat } from "node:fs/promises";
 import { badRequest, conflict } from "../core/errors.js";
 import type { BaseModelCatalog, Checkpoints, ModelRecord } from "../models/index.js";
 import { TrainingInputError, type AdapterFileSet, type BaseModelRef } from "../training/index.js";
-import { AdapterCheckError, adapterBaseOf, checkAdapterFiles, checkPeftFiles, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from "../weights/index.js";
+import { ADAPTER_GGUF_FILE, AdapterCheckError, adapterBaseOf, checkAdapterFiles, checkPeftFiles, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from "../weights/index.js";
 import type { ImportCheckpoint } from "./artifact-uploads.js";
 
 const PEFT_FILES = [PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE];
@@ -56,7 +56,7 @@ export function loraImporter(deps: LoraImportDeps): ImportCheckpoint {
         // The adapter itself is wrong (shapes, modules, format): the caller's to fix.
         throw error instanceof TrainingInputError ? badRequest(`the lora artifact's adapter does not fit ${base.name}: ${error.message}`) : error;
       });
-    const gguf = converted.gguf["adapter.gguf"];
+    const gguf = converted.gguf[ADAPTER_GGUF_FILE];
     if (!gguf) throw new Error("the trainer converted the adapter without a GGUF");
     // The input passed; what the trainer made of it must too (a failure here is the trainer's, a 500).
     await checkAdapterFiles(converted, adapterBase).catch((error: unknown) => {

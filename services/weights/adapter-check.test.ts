@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdapterCheckError, adapterBaseOf, checkAdapterFileName, checkAdapterFiles, checkPeftFiles, MAX_LORA_RANK, type AdapterBase } from "./adapter-check.js";
 import { writeLoraAdapter, type LoraPair } from "./lora.js";
 import { ensureBuiltInModel } from "./tiny-model.js";
+import { safetensors } from "../../test/support/safetensors.js";
 
 const RANK = 4;
 const ALPHA = 8;
@@ -45,19 +46,6 @@ const good = () =>
     ["blk.0.ffn_down.weight", pair(down)],
   ]);
 
-/** safetensors: u64 header size, JSON header, f32 data. */
-function safetensors(tensors: Record<string, { shape: number[]; data: Float32Array }>): Buffer {
-  const header: Record<string, unknown> = { __metadata__: { format: "pt" } };
-  let offset = 0;
-  for (const [name, { shape, data }] of Object.entries(tensors)) {
-    header[name] = { dtype: "F32", shape, data_offsets: [offset, offset + data.byteLength] };
-    offset += data.byteLength;
-  }
-  const json = Buffer.from(JSON.stringify(header));
-  const size = Buffer.alloc(8);
-  size.writeBigUInt64LE(BigInt(json.length));
-  return Buffer.concat([size, json, ...Object.values(tensors).map(({ data }) => Buffer.from(data.buffer, data.byteOffset, data.byteLength))]);
-}
 
 const P = "base_model.model.model.layers";
 function peft(options: { r?: unknown; alpha?: unknown; poison?: number; tensors?: Record<string, { shape: number[]; data: Float32Array }> } = {}): Record<string, Buffer> {

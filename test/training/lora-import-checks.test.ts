@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adapterBaseOf } from "../../services/weights/adapter-check.js";
 import { ensureBuiltInModel } from "../../services/weights/tiny-model.js";
 import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
+import { safetensors } from "../support/safetensors.js";
 
 const ENTITY = "importer";
 const PROJECT = "imports";
@@ -52,19 +53,6 @@ async function graphql(query: string, variables: Record<string, unknown>): Promi
 
 const md5 = (data: Uint8Array) => createHash("md5").update(data).digest("base64");
 
-/** safetensors: u64 header size, JSON header, f32 data. */
-function safetensors(tensors: Record<string, { shape: number[]; data: Float32Array }>): Buffer {
-  const header: Record<string, unknown> = {};
-  let offset = 0;
-  for (const [name, { shape, data }] of Object.entries(tensors)) {
-    header[name] = { dtype: "F32", shape, data_offsets: [offset, offset + data.byteLength] };
-    offset += data.byteLength;
-  }
-  const json = Buffer.from(JSON.stringify(header));
-  const size = Buffer.alloc(8);
-  size.writeBigUInt64LE(BigInt(json.length));
-  return Buffer.concat([size, json, ...Object.values(tensors).map(({ data }) => Buffer.from(data.buffer))]);
-}
 
 /** PEFT files of a rank-4 LoRA on tiny-chat's layer-0 q projection, optionally broken. */
 function peft(options: { config?: string; poison?: number; nIn?: number } = {}): Record<string, Buffer> {

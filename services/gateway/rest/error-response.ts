@@ -56,11 +56,16 @@ export function restError(error: ConnectError, options: { output?: DescMessage; 
   }
   const status = httpStatusOf(error);
   if (status === 401) headers["www-authenticate"] = "Bearer";
-  if (status === 429 || status === 503) headers["retry-after"] = error.metadata.get("retry-after") ?? "1";
+  Object.assign(headers, retryAfterHeader(status, error));
   const [report] = options.output ? error.findDetails(options.output) : [];
   if (options.output && report) return { status, body: encodeMessage(options.output, report), headers };
   const message = status === 500 ? "Internal Server Error" : error.rawMessage;
   return { status, body: messageBody(status, message, options.openai), headers };
+}
+
+/** Retry-After of a 429 or 503: the error's own (core/errors.ts puts it in the metadata), else 1 s. */
+export function retryAfterHeader(status: number, error: ConnectError): Record<string, string> {
+  return status === 429 || status === 503 ? { "retry-after": error.metadata.get("retry-after") ?? "1" } : {};
 }
 
 /** The HTTP status of a ConnectError (500 for codes without one). */

@@ -4,7 +4,9 @@ import type { Http2ServerRequest } from "node:http2";
 
 export class BodyTooLarge extends Error {}
 
-export async function readBody(req: IncomingMessage | Http2ServerRequest, limit: number): Promise<Buffer> {
+/** `keep: false` reads the body through (up to the limit) and keeps none of it: an empty Buffer. */
+export async function readBody(req: IncomingMessage | Http2ServerRequest, limit: number, options: { keep?: boolean } = {}): Promise<Buffer> {
+  const keep = options.keep ?? true;
   const declared = Number(req.headers["content-length"] ?? NaN);
   if (declared > limit) throw new BodyTooLarge(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
   const chunks: Buffer[] = [];
@@ -12,7 +14,7 @@ export async function readBody(req: IncomingMessage | Http2ServerRequest, limit:
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > limit) throw new BodyTooLarge(`request body exceeds the limit of ${limit} bytes`);
-    chunks.push(chunk);
+    if (keep) chunks.push(chunk);
   }
   return Buffer.concat(chunks);
 }

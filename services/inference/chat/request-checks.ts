@@ -100,7 +100,6 @@ export function checkGenerationOptions(request: ChatCompletionRequest, sent: Jso
   }
   if (request.messages.length === 0) throw badRequest("messages must not be empty");
   if ((request.topLogprobs ?? 0) > 0 && !request.logprobs) throw badRequest("top_logprobs needs logprobs: true");
-  if ((request.topLogprobs ?? 0) > 20) throw badRequest("top_logprobs must be at most 20");
 }
 
 /** The type of every content part, in order (checkMessages has made each part an object with a string type). */

@@ -5,9 +5,9 @@
 // again: the engine moves to node-llama-cpp's prebuilt binary where that one passed its check,
 // else the model's requests are refused with the cause while other models are served.
 import { fork, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
+import { niceCommand } from "../../core/child-process.js";
 import { ApiError, badRequest, notFound, overloaded, unavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
 import { CrashGuard } from "./crash-guard.js";
@@ -201,9 +201,4 @@ function engineError(kind: "bad_request" | "overloaded" | "not_found" | "unavail
     default:
       return new ApiError("internal", message);
   }
-}
-
-/** The `nice` command, or null where none is installed (the engine then runs at the gateway's priority). */
-function niceCommand(): string | null {
-  return ["/usr/bin/nice", "/bin/nice"].find((path) => existsSync(path)) ?? null;
 }

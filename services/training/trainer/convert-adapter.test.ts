@@ -14,6 +14,7 @@ import { DEFAULT_TRAINER_PYTHON, LocalTrainer } from "./engine/local-trainer.js"
 import { TrainerPool } from "./engine/trainer-pool.js";
 import { type AdapterFileSet, type BaseModelRef, TrainingInputError } from "./api.js";
 import { runTrainingJob } from "./runner/run-training-job.js";
+import { safetensors } from "../../../test/support/safetensors.js";
 
 let dir: string;
 let local: LocalTrainer;
@@ -68,20 +69,6 @@ async function readGguf(data: Buffer): Promise<GgufContents> {
   }
 }
 
-/** A safetensors file of F32 tensors (header length, JSON header, data). */
-function safetensors(tensors: Record<string, { shape: number[] }>): Buffer {
-  const header: Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }> = {};
-  let offset = 0;
-  for (const [name, { shape }] of Object.entries(tensors)) {
-    const bytes = 4 * shape.reduce((a, b) => a * b, 1);
-    header[name] = { dtype: "F32", shape, data_offsets: [offset, offset + bytes] };
-    offset += bytes;
-  }
-  const json = Buffer.from(JSON.stringify(header));
-  const length = Buffer.alloc(8);
-  length.writeBigUInt64LE(BigInt(json.length));
-  return Buffer.concat([length, json, Buffer.alloc(offset)]);
-}
 
 describe("TrainerPool.convertAdapter (PyTorch trainer process)", () => {
   it("converts a trained adapter's PEFT files into the GGUF the trainer wrote", async () => {
