@@ -3,53 +3,27 @@
 # (services/store/launcher.ts). Idempotent, non-interactive, safe under CI=true.
 set -euo pipefail
 
+TAG="install-ferretdb"
+WHAT="FerretDB"
 VERSION="v1.24.2"
 MODULE="github.com/FerretDB/FerretDB"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.tools/bin/ferretdb"
 WRAPPER="$ROOT/tools/ferretdb"
 WORK="$ROOT/.tools/build/ferretdb"
+HINT="first build takes a minute or two"
+NO_GO="the store launcher falls back to other databases"
+# shellcheck source=go-tool.sh
+source "$ROOT/scripts/go-tool.sh"
 
 installed() {
-  # Capture first: `ferretdb --version | grep -q` can die of SIGPIPE, which
-  # pipefail would report as a mismatch.
+  # Capture first: `ferretdb --version | grep -q` can die of SIGPIPE, which pipefail would report as
+  # a mismatch.
   local out
   [ -x "$BIN" ] && out="$("$BIN" --version 2>/dev/null)" && grep -qx "version: $VERSION" <<<"$out"
 }
 
-if installed; then
-  echo "install-ferretdb: $BIN is already $VERSION"
-  exit 0
-fi
-
-if ! command -v go >/dev/null 2>&1; then
-  echo "install-ferretdb: go not found; skipping FerretDB build (the store launcher falls back to other databases)"
-  exit 0
-fi
-
-mkdir -p "$ROOT/.tools/bin" "$ROOT/.tools/build"
-
-# Parallel test workers may call this at once: one builds, the others wait and
-# then find the binary in place.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$ROOT/.tools/build/ferretdb.lock"
-  flock 9
-  if installed; then
-    echo "install-ferretdb: $BIN is already $VERSION (built by a concurrent run)"
-    exit 0
-  fi
-fi
-
-export GOFLAGS="-mod=mod -buildvcs=false"
-START=$SECONDS
-echo "install-ferretdb: building FerretDB $VERSION with $(go version) into $BIN (first build takes a minute or two)"
-
-rm -rf "$WORK"
-mkdir -p "$WORK"
-
-# Work on copies of go.mod/go.sum (-modfile) so the tracked files never change.
-cp "$WRAPPER/go.mod" "$WORK/build.mod"
-cp "$WRAPPER/go.sum" "$WORK/build.sum"
+go_tool_start
 cd "$WRAPPER"
 go mod download -modfile="$WORK/build.mod" "$MODULE"
 MODDIR="$(go list -modfile="$WORK/build.mod" -m -f '{{.Dir}}' "$MODULE")"
@@ -65,12 +39,4 @@ echo "$VERSION" >"$SRC/build/version/version.txt"
 go mod edit -modfile="$WORK/build.mod" -replace="$MODULE=$SRC"
 
 go build -modfile="$WORK/build.mod" -o "$BIN.tmp" "$MODULE/cmd/ferretdb"
-mv -f "$BIN.tmp" "$BIN"
-rm -rf "$WORK"
-
-if ! installed; then
-  echo "install-ferretdb: built $BIN but it does not report $VERSION:" >&2
-  "$BIN" --version >&2 || true
-  exit 1
-fi
-echo "install-ferretdb: done in $((SECONDS - START)) s"
+go_tool_finish

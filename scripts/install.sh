@@ -5,7 +5,8 @@
 # node-llama-cpp's binary and llama-server built with OpenMP for this CPU from the patched bundled
 # llama.cpp and each checked on real quantized models before it is used (a build that fails its
 # check is replaced by one without AMX, then by node-llama-cpp's prebuilt binary;
-# .cache/llama-binaries.json says which and why), the embedded database, the trainer's Python
+# .cache/llama-binaries.json says which and why), the embedded database, the S3-compatible server
+# the blob-store tests run against (versitygw, .tools/bin), the trainer's Python
 # environment (PyTorch etc., cached outside the clone, linked from .cache/trainer-venv), the ART
 # client's overlay on it for the wandb / ART tests (linked from .cache/art-client-venv) and the
 # web console's build.
@@ -47,6 +48,7 @@ phase "test model" bash scripts/fetch-test-models.sh
 phase "llama.cpp for the engine" llama_binary addon
 phase "llama-server" llama_binary server
 phase "embedded database" bash scripts/install-ferretdb.sh
+phase "S3-compatible test server" bash scripts/install-s3-server.sh
 phase "trainer environment" bash scripts/install-trainer.sh
 phase "ART client environment" bash scripts/install-art-client.sh
 # The web console's production build, served by the gateway at `/`.

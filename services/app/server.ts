@@ -33,7 +33,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const database = await connectDatabase(databaseUri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
   if (database.serialized) log.info("database is FerretDB: one connection, operations in series (its concurrent updates are not atomic)", { component: "database" });
   const services = await buildServices(database.db, config, log);
-  const { keys, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker, trainability, wandb } = services;
+  const { keys, blobs, blobCollector, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker, trainability, wandb } = services;
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
   const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
 
@@ -69,11 +69,12 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     modelsHandlers({ catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, trainability }),
     systemHandlers({ database, jobs, databaseHealth: () => databaseHealth(database, embedded) }),
     trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, maxJobsPerEntity: config.entityMaxJobs, onJobCreated: () => worker.wake() }),
-    artifactsHandlers({ artifacts }),
+    artifactsHandlers({ artifacts, blobs, bodyLimitBytes: config.bodyLimitBytes }),
     eventsHandlers({ events, ownedJobId: async (entity, id) => (await jobs.getOwned(entity, id))._id }),
   ];
-  const gateway = await serveGateway({ handlers, keys, wandb, config, log });
+  const gateway = await serveGateway({ handlers, keys, wandb, blobs, config, log });
   if (config.trainingWorker) worker.start();
+  blobCollector.start(config.blobCollectEveryMs);
   log.info("listening", {
     url: `http://${config.host}:${gateway.port}`,
     protocols: ["grpc", "grpc-web", "connect", "rest"],
@@ -87,11 +88,13 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       log.info("shutting down", { grace_ms: config.shutdownGraceMs });
       await gateway.close(config.shutdownGraceMs);
       await worker.stop();
+      await blobCollector.stop();
       await services.trainers.stop();
       await engine.stop();
       await database.close();
       await unpublish();
       await embedded?.stop();
+      await blobs.close();
       log.info("stopped");
     },
   };

@@ -8,7 +8,8 @@ import { Artifacts } from "../artifacts/index.js";
 import { EventLog } from "../events/index.js";
 import { modelPath } from "../inference/index.js";
 import { AdapterFiles, BaseModelCatalog, Checkpoints, ModelDeletion, ModelRegistry, Runs, Trainability, TrajectoryLog } from "../models/index.js";
-import { Blobs, ensureIndexes } from "../store/index.js";
+import { armFailpoints } from "../core/failpoints.js";
+import { BlobCollector, ensureIndexes, migrateLegacyBlobs, openBlobStore } from "../store/index.js";
 import { TrainingJobs } from "../jobs/index.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer, trainerFor, TrainerPool, trainerSettings, TrainingWorker } from "../training/index.js";
 import { ArtifactUploads, ArtifactViews, loraImporter, UrlSigner, WandbApi, WandbRuns, WandbRunStates } from "../wandb/index.js";
@@ -18,14 +19,13 @@ import { ApiKeys } from "../gateway/index.js";
 const SERVICE_VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
 export async function buildServices(db: Db, config: Config, log: Logger) {
+  armFailpoints(config.failpoints);
   const keys = new ApiKeys(db);
-  const blobs = new Blobs(db);
+  // Large payloads live in the blob store; the database holds their names (content hashes).
+  const blobs = await openBlobStore({ blobStoreUrl: config.blobStoreUrl, dataDir: config.dataDir });
   const catalog = new BaseModelCatalog(config.baseModels, config.priorityModels);
   const runs = new Runs(db);
-  // Adapters in a bucket of their own: reading a job's input or a logged batch then never scans
-  // checkpoints' adapters on the embedded FerretDB.
-  const adapterBlobs = new Blobs(db, "adapters");
-  const checkpoints = new Checkpoints(db, adapterBlobs, blobs);
+  const checkpoints = new Checkpoints(db, blobs);
   const registry = new ModelRegistry(db, catalog, runs, checkpoints);
   const trajectoryLog = new TrajectoryLog(db, blobs);
   const events = new EventLog(db);
@@ -33,8 +33,8 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   const artifacts = new Artifacts(db, blobs);
   const adapters = new AdapterFiles(config.dataDir, checkpoints);
   const wandbRunStates = new WandbRunStates(db);
-  const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, blobs, artifacts, wandbRunStates });
-  await ensureIndexes([keys, blobs, adapterBlobs, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates]);
+  const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, artifacts, wandbRunStates });
+  await ensureIndexes([keys, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates]);
   // The local trainer process starts on first use (a job, or a base-model check), not here.
   const local =
     config.trainerUrls.length > 0
@@ -69,10 +69,16 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
     baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
     convertAdapter: (ref, peft, signal) => trainers.convertAdapter(ref, peft, signal),
   });
+  const uploads = new ArtifactUploads(db, blobs, artifacts, views, registry, importCheckpoint);
+  // Every record that names blobs: moved off GridFS once, and asked by the collector what it holds.
+  const blobOwners = [artifacts, checkpoints, jobs, trajectoryLog, uploads];
+  await ensureIndexes([uploads]);
+  await migrateLegacyBlobs(db, blobs, blobOwners, log.child({ component: "blobs" }));
+  const blobCollector = new BlobCollector(blobs, blobOwners, config.blobGraceMs, log.child({ component: "blobs" }));
   const wandb = new WandbApi({
     runs: new WandbRuns(runs, wandbRunStates, registry),
     views,
-    uploads: new ArtifactUploads(db, blobs, artifacts, views, registry, importCheckpoint),
+    uploads,
     signer: await UrlSigner.open(db),
     serverVersion: SERVICE_VERSION,
     queryLimits: {
@@ -84,5 +90,5 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
     },
     costBudget: { capacity: config.wandbGraphqlEntityBudget, windowMs: config.wandbGraphqlBudgetWindowMs },
   });
-  return { keys, blobs, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb };
+  return { keys, blobs, blobCollector, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb };
 }

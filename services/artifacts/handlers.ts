@@ -3,10 +3,11 @@
 // training service's (services/training/artifact-download.ts).
 import { Training } from "../../gen/srl/v1/training_pb.js";
 import { ApiError, badRequest } from "../core/errors.js";
-import { defineHandlers, principalOf } from "../core/rpc/index.js";
-import { artifactUrl, type ArtifactRecord, type Artifacts } from "./store.js";
+import { defineHandlers, principalOf, stagedFilesKey } from "../core/rpc/index.js";
+import type { BlobStore } from "../store/index.js";
+import { artifactUrl, type ArtifactRecord, type Artifacts, type StoredFile } from "./store.js";
 
-export function artifactsHandlers(deps: { artifacts: Artifacts }) {
+export function artifactsHandlers(deps: { artifacts: Artifacts; blobs: BlobStore; bodyLimitBytes: number }) {
   return defineHandlers(Training, {
     async createArtifact(request, context) {
       const principal = principalOf(context);
@@ -14,12 +15,25 @@ export function artifactsHandlers(deps: { artifacts: Artifacts }) {
       if (entity !== principal.entity) {
         throw new ApiError("permission_denied", `this API key belongs to entity "${principal.entity}" and cannot upload to "${entity}"`);
       }
-      const single = request.content.byteLength > 0 ? [{ filename: request.filename ?? "train.jsonl", content: request.content }] : [];
-      if (single.length > 0 && request.files.length > 0) throw badRequest("give the artifact's files either as content or as files, not both");
-      const files = single.length > 0 ? single : request.files.map((file) => ({ filename: file.filename, content: file.content }));
+      const defaultName = request.filename ?? "train.jsonl";
+      // REST streamed the files into the blob store already; Connect and gRPC carry them in the message.
+      const staged = context.values.get(stagedFilesKey);
+      let files: StoredFile[];
+      if (staged) {
+        files = staged.map((file) => ({ filename: file.filename ?? defaultName, blob: file }));
+        const empty = files.find((file) => file.blob.size === 0);
+        if (empty) throw badRequest(`the artifact file ${empty.filename} is empty`);
+      } else {
+        const single = request.content.byteLength > 0 ? [{ filename: defaultName, content: request.content }] : [];
+        if (single.length > 0 && request.files.length > 0) throw badRequest("give the artifact's files either as content or as files, not both");
+        const given = single.length > 0 ? single : request.files.map((file) => ({ filename: file.filename, content: file.content }));
+        const empty = given.find((file) => file.content.byteLength === 0);
+        if (empty) throw badRequest(`the artifact file ${empty.filename} is empty`);
+        deps.artifacts.checkFileNames(given.map((file) => file.filename));
+        files = [];
+        for (const file of given) files.push({ filename: file.filename, blob: await deps.blobs.write(file.content, { maxBytes: deps.bodyLimitBytes }) });
+      }
       if (files.length === 0) throw badRequest("no file given: send content (with filename) or files");
-      const empty = files.find((file) => file.content.byteLength === 0);
-      if (empty) throw badRequest(`the artifact file ${empty.filename} is empty`);
       const record = await deps.artifacts.upload({
         entity,
         project: request.project,

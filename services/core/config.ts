@@ -3,6 +3,7 @@
 import { constants } from "node:os";
 import { resolve } from "node:path";
 import { parseEngines, type RemoteEngineSettings } from "./engines-config.js";
+import { type FailpointAction, parseFailpoints } from "./failpoints.js";
 import type { LogLevel } from "./logger.js";
 
 export interface Config {
@@ -31,6 +32,12 @@ export interface Config {
   stallTimeoutMs: number;
   /** Every database operation (with its retries) fails after this: the request answers 503. */
   databaseTimeoutMs: number;
+  /** Where large payloads live: "" (files under dataDir/blobs), s3://bucket/prefix?endpoint=..., or file:///path. */
+  blobStoreUrl: string;
+  /** Blobs no record names, and leftovers of interrupted uploads, are removed once this old. */
+  blobGraceMs: number;
+  /** How often the blob collector runs (0: never). */
+  blobCollectEveryMs: number;
   logLevel: LogLevel;
   /** Extra base models offered by this deployment (names, GGUF paths or hf: references). */
   baseModels: string[];
@@ -71,6 +78,8 @@ export interface Config {
   engineFaultInjection: { model: string; signal: NodeJS.Signals; build: "localBuild" | "prebuilt" | null }[];
   /** Base models served by remote replicas instead of the embedded engine (ENGINES). */
   engines: RemoteEngineSettings[];
+  /** Test only: points where the process fails on purpose (core/failpoints.ts). */
+  failpoints: Map<string, FailpointAction>;
   /** Hosts SFT jobs may read https training data from. */
   artifactHttpsHosts: string[];
   /** W&B GraphQL: aliases, written field selections, nesting depth and cost one request may have. */
@@ -125,6 +134,9 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "IDLE_TIMEOUT_MS", default: "65000", meaning: "idle keep-alive connections, and HTTP/2 sessions with no open stream, are closed after this" },
   { name: "STALL_TIMEOUT_MS", default: "30000", meaning: "a response (a stream above all) whose client takes nothing of it for this long is cut" },
   { name: "DATABASE_TIMEOUT_MS", default: "2000", meaning: "each database operation, retries included, fails after this (the request answers 503 with Retry-After)" },
+  { name: "BLOB_STORE_URL", default: "(unset)", meaning: "where uploads, adapters and trajectory batches are kept (the database holds only their names): unset, files under DATA_DIR/blobs; s3://BUCKET[/PREFIX]?endpoint=http://host:port&region=us-east-1 for any S3-compatible store (credentials from the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY chain; path-style addressing with an endpoint, path_style=false to change it); file:///path for a shared directory" },
+  { name: "BLOB_GRACE_MS", default: "3600000", meaning: "a stored blob that no record names, or what an interrupted upload left, is removed once it is this old (1 h: longer than any upload or commit takes)" },
+  { name: "BLOB_COLLECT_EVERY_MS", default: "600000", meaning: "how often each server looks for such blobs (0 = never)" },
   { name: "LOG_LEVEL", default: "info", meaning: "debug, info, warn or error" },
   { name: "BASE_MODELS", default: "(empty)", meaning: "comma-separated extra base models: name=path-or-hf:ref, optionally ;train=hf-directory-or-hf:repo (weights the trainer trains on instead of the GGUF)" },
   { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
@@ -145,6 +157,7 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "ENGINE_HUB_TIMEOUT_MS", default: "30000", meaning: "how long to wait for an hf: model download to start before failing" },
   { name: "ENGINE_BINARY", default: "auto", meaning: "llama.cpp binary of the embedded engine: auto (the build the install checked on real models and linked, .cache/llama-binaries.json; where it crashes twice in a row on a model, node-llama-cpp's prebuilt binary if that passed its check) or prebuilt (always node-llama-cpp's prebuilt binary)" },
   { name: "ENGINE_FAULT_INJECTION", default: "(empty)", meaning: "tests of crash handling only: comma-separated base-model=SIGNAL[@localBuild|@prebuilt]; the engine process kills itself with SIGNAL when it starts generating for that base model (on that binary only, where one is named)" },
+  { name: "FAILPOINTS", default: "(empty)", meaning: "tests of crash recovery only: comma-separated point=crash|error; the process kills itself (crash) or fails the operation (error) at that point (points: wandb.commit.leased, wandb.commit.stored, wandb.commit.marked)" },
   { name: "ENGINES", default: "(empty)", meaning: "base models served by llama-server or vLLM replicas instead of the embedded engine: a JSON object keyed by base model name, inline or the path of a JSON file (README: Remote engines)" },
   { name: "TRAINING_WORKER", default: "1", meaning: "run a training worker in the server process (0: only `npm run worker` processes train)" },
   { name: "WORKER_LEASE_MS", default: "30000", meaning: "lease of a worker on a job; a crashed worker's job is retried after it" },
@@ -185,6 +198,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idleTimeoutMs: intVar(env, "IDLE_TIMEOUT_MS", 65_000, 100, 86_400_000),
     stallTimeoutMs: intVar(env, "STALL_TIMEOUT_MS", 30_000, 100, 86_400_000),
     databaseTimeoutMs: intVar(env, "DATABASE_TIMEOUT_MS", 2_000, 100, 600_000),
+    blobStoreUrl: env.BLOB_STORE_URL || "",
+    blobGraceMs: intVar(env, "BLOB_GRACE_MS", 3_600_000, 0, 30 * 86_400_000),
+    blobCollectEveryMs: intVar(env, "BLOB_COLLECT_EVERY_MS", 600_000, 0, 30 * 86_400_000),
     logLevel: levelVar(env.LOG_LEVEL),
     baseModels: list(env.BASE_MODELS),
     shutdownGraceMs: intVar(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
@@ -226,6 +242,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     engineBinary: choiceVar(env, "ENGINE_BINARY", ["auto", "prebuilt"] as const, "auto"),
     engineFaultInjection: faultsVar(env.ENGINE_FAULT_INJECTION),
     engines: parseEngines(env.ENGINES),
+    failpoints: parseFailpoints(env.FAILPOINTS),
   };
 }
 

@@ -9,6 +9,7 @@ import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
 import type { ServiceHandlers } from "../core/rpc/index.js";
+import type { BlobStore } from "../store/index.js";
 import type { WandbApi } from "../wandb/index.js";
 import type { ApiKeys } from "./auth/api-keys.js";
 import { Callers } from "./auth/callers.js";
@@ -25,6 +26,8 @@ export interface GatewayOptions {
   handlers: ServiceHandlers[];
   keys: ApiKeys;
   wandb: WandbApi;
+  /** Where REST uploads stream their files. */
+  blobs: BlobStore;
   config: Config;
   log: Logger;
 }
@@ -35,7 +38,7 @@ export interface Gateway {
   close(graceMs: number): Promise<void>;
 }
 
-export async function serveGateway({ handlers, keys, wandb, config, log }: GatewayOptions): Promise<Gateway> {
+export async function serveGateway({ handlers, keys, wandb, blobs, config, log }: GatewayOptions): Promise<Gateway> {
   const rate = () => new EntityRateLimit(config.entityRequestsPerSecond, config.entityRequestBurst);
   const callers = new Callers(keys, rate(), rate());
   const endpoints = buildEndpoints(handlers, callers);
@@ -43,7 +46,14 @@ export async function serveGateway({ handlers, keys, wandb, config, log }: Gatew
   // Generation requests are bounded well below uploads: a huge prompt is refused while it is read,
   // before the gateway's one event loop parses it.
   const bodyLimitOfService = (service: DescService) => (service === Inference ? Math.min(config.inferenceBodyLimitBytes, config.bodyLimitBytes) : config.bodyLimitBytes);
-  const transcoder = createTranscoder({ endpoints, callers, bodyLimitOf: (method) => bodyLimitOfService(method.parent), log, shutdownSignal: shutdown.signal });
+  const transcoder = createTranscoder({
+    endpoints,
+    callers,
+    bodyLimitOf: (method) => bodyLimitOfService(method.parent),
+    stageUpload: (content, options) => blobs.write(content, options),
+    log,
+    shutdownSignal: shutdown.signal,
+  });
   const wandbApi = wandbRoutes({ api: wandb, callers, bodyLimitBytes: config.bodyLimitBytes, log });
   const handler = connectNodeAdapter({
     routes: (router) => {

@@ -8,7 +8,7 @@ import { clipText } from "../core/clip.js";
 import { toConnectError, validationError, type Violation } from "../core/errors.js";
 import type { Logger } from "../core/logger.js";
 import type { Callers } from "./auth/callers.js";
-import { principalKey, rawBodyKey, restValidatedKey } from "../core/rpc/index.js";
+import { principalKey, rawBodyKey, restValidatedKey, stagedFilesKey } from "../core/rpc/index.js";
 import type { Endpoint } from "./pipeline.js";
 import { restRule } from "./validation/rules.js";
 import { decodeFields, finiteNumberViolation, plain } from "./rest/json-decode.js";
@@ -16,8 +16,9 @@ import { encodeMessage } from "./rest/json-encode.js";
 import { JsonSyntaxError, parseJsonLossless, type LosslessJson, type ParsedJson } from "./rest/json-parse.js";
 import { allowedVerbs, matchRoutes, restRoutes, type RestRoute } from "./rest/http-rules.js";
 import { messageBody, restError } from "./rest/error-response.js";
-import { multipartBoundary, parseMultipart, type MultipartForm } from "./rest/multipart.js";
+import { multipartBoundary } from "./rest/multipart.js";
 import { BodyTooLarge, readBody } from "./rest/read-body.js";
+import { streamUpload, type StageBlob, type StreamedUpload } from "./rest/streamed-upload.js";
 import { requestTarget } from "./rest/request-target.js";
 import { writeJson } from "./http-boundary.js";
 
@@ -30,6 +31,8 @@ export interface TranscoderOptions {
   callers: Callers;
   /** Largest request body of a method (413 past it, before anything is parsed). */
   bodyLimitOf(method: DescMethod): number;
+  /** Where upload routes (a `bytes` body) stream their files: the blob store. */
+  stageUpload: StageBlob;
   log: Logger;
   shutdownSignal: AbortSignal;
 }
@@ -61,18 +64,21 @@ export function createTranscoder(options: TranscoderOptions) {
       if (!(restRule(first.route.method)?.public ?? false)) {
         values.set(principalKey, await options.callers.authenticate(header(req, "authorization")));
       }
-      const raw = first.route.body === "" ? undefined : await readBody(req, options.bodyLimitOf(first.route.method));
-      const body = raw === undefined || rawBodyField(first.route) ? undefined : parseBody(raw);
+      const abort = new AbortController();
+      res.on("close", () => abort.abort(new ConnectError("client closed the connection", 1)));
+      const limit = options.bodyLimitOf(first.route.method);
+      // Uploads stream into the blob store; other bodies are JSON, read whole up to the limit.
+      const upload = first.route.body !== "" && rawBodyField(first.route) ? await streamUpload(req, uploadBoundary(first.route, header(req, "content-type")), limit, options.stageUpload, abort.signal) : undefined;
+      const raw = first.route.body === "" || upload ? undefined : await readBody(req, limit);
+      const body = raw === undefined ? undefined : parseBody(raw);
       const chosen = chooseRoute(candidates, body);
       route = chosen.route;
       const endpoint = endpointOf.get(chosen.route.method);
       if (!endpoint) throw new Error(`no endpoint for ${chosen.route.method.name}`);
-      const form = raw !== undefined && rawBodyField(chosen.route) ? multipartForm(chosen.route, header(req, "content-type"), raw) : undefined;
-      const request = decodeRequest(chosen.route, chosen.params, target.query, body, raw, form);
+      const request = decodeRequest(chosen.route, chosen.params, target.query, body, upload);
       values.set(restValidatedKey, true);
+      if (upload) values.set(stagedFilesKey, upload.files);
       if (isObject(body)) values.set(rawBodyKey, plain(body) as JsonObject);
-      const abort = new AbortController();
-      res.on("close", () => abort.abort(new ConnectError("client closed the connection", 1)));
       const context = createHandlerContext({
         service: chosen.route.service,
         method: chosen.route.method,
@@ -152,21 +158,13 @@ function rawBodyField(route: RestRoute): boolean {
   return field?.fieldKind === "scalar" && field.scalar === ScalarType.BYTES;
 }
 
-/** A multipart form sent to an upload rule that accepts one (`srl.v1.rest` `multipart_files`). */
-function multipartForm(route: RestRoute, contentType: string | null, raw: Buffer): (MultipartForm & { filesField: string }) | undefined {
-  const filesField = restRule(route.method)?.multipartFiles ?? "";
-  const boundary = filesField === "" ? null : multipartBoundary(contentType);
-  return boundary === null ? undefined : { ...parseMultipart(raw, boundary), filesField };
+/** The boundary of a multipart form sent to an upload rule that accepts one (`srl.v1.rest` `multipart_files`); null: a raw body. */
+function uploadBoundary(route: RestRoute, contentType: string | null): string | null {
+  return (restRule(route.method)?.multipartFiles ?? "") === "" ? null : multipartBoundary(contentType);
 }
 
-function decodeRequest(
-  route: RestRoute,
-  params: Record<string, string>,
-  query: URLSearchParams,
-  body: LosslessJson | undefined,
-  raw: Buffer | undefined,
-  form?: MultipartForm & { filesField: string },
-): Message {
+function decodeRequest(route: RestRoute, params: Record<string, string>, query: URLSearchParams, body: LosslessJson | undefined, upload?: StreamedUpload): Message {
+  const form = upload?.multipart ? { fields: upload.fields, filesField: restRule(route.method)?.multipartFiles ?? "" } : undefined;
   const desc = route.method.input;
   const violations: Violation[] = [];
   const pathFields = new Set(route.pathParams);
@@ -181,13 +179,12 @@ function decodeRequest(
     Object.assign(json, decodeFields(desc, queryObject(desc, source), [form ? "body" : "query"], violations, bound));
   }
   if (form) {
-    if (form.files.length === 0) violations.push({ type: "missing", loc: ["body", form.filesField], msg: "Field required", input: null });
-    json[form.filesField] = form.files.map((file) => ({ filename: file.filename, content: file.content.toString("base64") }));
+    // The files themselves are in the blob store already (stagedFilesKey).
+    if (upload?.files.length === 0) violations.push({ type: "missing", loc: ["body", form.filesField], msg: "Field required", input: null });
   } else if (route.body === "") {
     // No body.
-  } else if (rawBodyField(route)) {
-    if (!raw || raw.length === 0) violations.push({ type: "missing", loc: ["body"], msg: "Field required", input: null });
-    else json[route.body] = raw.toString("base64");
+  } else if (upload) {
+    if (upload.files.length === 0) violations.push({ type: "missing", loc: ["body"], msg: "Field required", input: null });
   } else if (body === undefined) {
     violations.push({ type: "missing", loc: ["body"], msg: "Field required", input: null });
   } else if (!isObject(body)) {

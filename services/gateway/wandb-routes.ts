@@ -14,7 +14,7 @@ import { FieldTooLarge, type WandbApi } from "../wandb/index.js";
 import type { Callers } from "./auth/callers.js";
 import { writeJson } from "./http-boundary.js";
 import { httpStatusOf, retryAfterHeader } from "./rest/error-response.js";
-import { BodyTooLarge, readBody } from "./rest/read-body.js";
+import { BodyTooLarge, limitedBody, readBody } from "./rest/read-body.js";
 import { decodeSegment, requestTarget } from "./rest/request-target.js";
 
 /**
@@ -65,7 +65,10 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
           // The token first (unauthenticated: it is the only credential), then at most what it grants.
           const target = api.uploadTarget(route.token);
           const limit = Math.min(options.bodyLimitBytes, target.maxBytes ?? Infinity);
-          await target.receive(await readBody(req, limit, { keep: target.keep }));
+          const abort = new AbortController();
+          res.once("close", () => abort.abort());
+          // Streamed into the blob store as it arrives: never held whole.
+          await target.receive(limitedBody(req, limit), limit, abort.signal);
           res.writeHead(200, { "content-length": "0", etag: '""' });
           res.end();
           break;

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { notFound } from "../core/errors.js";
-import { type Blobs, type Page, paginate } from "../store/index.js";
+import { type BlobReferences, type BlobStore, type CopyLegacyBlob, type LegacyBlobOwner, lostLegacyBlob, type Page, paginate, readBlob } from "../store/index.js";
 import type { EventLog } from "../events/index.js";
 
 export type JobType = "rl" | "sft";
@@ -25,8 +25,10 @@ export interface TrainingJobRecord {
   attempts: number;
   lease_owner: string | null;
   lease_expires_at: Date | null;
-  /** RL: the trajectory groups as sent (JSON text in GridFS). */
-  input_blob_id: ObjectId | null;
+  /** RL: the trajectory groups as sent (JSON text, a blob). */
+  input_sha256: string | null;
+  /** Before the blob store: the input's GridFS file (moved at start-up). */
+  input_blob_id?: ObjectId | null;
   /** RL: how many groups that is (absent on jobs stored before it was recorded). */
   input_groups?: number;
   /** JSON text of experimental_config (RL) or of the request's config objects (SFT). */
@@ -44,13 +46,13 @@ interface ModelLockRecord {
   expires_at: Date | null;
 }
 
-export class TrainingJobs {
+export class TrainingJobs implements BlobReferences, LegacyBlobOwner {
   private readonly jobs: Collection<TrainingJobRecord>;
   private readonly locks: Collection<ModelLockRecord>;
 
   constructor(
     db: Db,
-    private readonly blobs: Blobs,
+    private readonly blobs: BlobStore,
     private readonly events: EventLog,
   ) {
     this.jobs = db.collection<TrainingJobRecord>("training_jobs");
@@ -62,11 +64,13 @@ export class TrainingJobs {
     await this.jobs.createIndex({ model_id: 1, created_at: 1, _id: 1 });
     await this.jobs.createIndex({ entity: 1, status: 1, created_at: 1 });
     await this.jobs.createIndex({ entity: 1, claimed_at: -1 });
+    await this.jobs.createIndex({ input_sha256: 1 });
   }
 
   async createRl(input: { entity: string; modelId: string; groups: JsonObject[]; experimentalConfig: JsonObject }): Promise<TrainingJobRecord> {
     const id = randomUUID();
-    const inputBlob = await this.blobs.put(`rl-job-${id}.json`, Buffer.from(JSON.stringify(input.groups)), { model_id: input.modelId, kind: "job_input", job_id: id });
+    const content = Buffer.from(JSON.stringify(input.groups));
+    const inputBlob = (await this.blobs.write(content, { maxBytes: content.byteLength })).sha256;
     return this.insert({ id, entity: input.entity, modelId: input.modelId, type: "rl", inputBlob, inputGroups: input.groups.length, config: input.experimentalConfig, url: null });
   }
 
@@ -82,7 +86,7 @@ export class TrainingJobs {
     entity: string;
     modelId: string;
     type: JobType;
-    inputBlob: ObjectId | null;
+    inputBlob: string | null;
     inputGroups?: number;
     config: JsonObject;
     url: string | null;
@@ -100,7 +104,7 @@ export class TrainingJobs {
       attempts: 0,
       lease_owner: null,
       lease_expires_at: null,
-      input_blob_id: input.inputBlob,
+      input_sha256: input.inputBlob,
       ...(input.inputGroups === undefined ? {} : { input_groups: input.inputGroups }),
       config_json: JSON.stringify(input.config),
       training_data_url: input.url,
@@ -135,7 +139,23 @@ export class TrainingJobs {
   }
 
   async inputOf(job: TrainingJobRecord): Promise<JsonObject[]> {
-    return job.input_blob_id ? (JSON.parse((await this.blobs.get(job.input_blob_id)).toString("utf8")) as JsonObject[]) : [];
+    return job.input_sha256 ? (JSON.parse((await readBlob(this.blobs, job.input_sha256)).toString("utf8")) as JsonObject[]) : [];
+  }
+
+  /** Which of these blobs a job's input is. */
+  async referencedBlobs(names: readonly string[]): Promise<Set<string>> {
+    const jobs = await this.jobs.find({ input_sha256: { $in: [...names] } }, { projection: { input_sha256: 1 } }).toArray();
+    return new Set(jobs.map((job) => job.input_sha256).filter((name): name is string => typeof name === "string"));
+  }
+
+  async migrateLegacyBlobs(copy: CopyLegacyBlob): Promise<number> {
+    let changed = 0;
+    for await (const job of this.jobs.find({ input_blob_id: { $type: "objectId" } })) {
+      const id = job.input_blob_id as ObjectId;
+      await this.jobs.updateOne({ _id: job._id }, { $set: { input_sha256: (await copy(id))?.sha256 ?? lostLegacyBlob(id) }, $unset: { input_blob_id: "" } });
+      changed++;
+    }
+    return changed;
   }
 
   async depth(): Promise<{ queued: number; running: number }> {

@@ -1,12 +1,13 @@
 // Checkpoints: one per (model, step); step 0 is the base model (no adapter). The trainer adds one
-// per finished job through createCheckpoint; adapters are GridFS blobs written before the row, so
-// a listed checkpoint always has its adapter: a llama.cpp LoRA GGUF (what the engine serves) and,
-// since the PyTorch trainer, the same adapter in PEFT's format (two files; older checkpoints have
-// only the GGUF).
+// per finished job through createCheckpoint; adapters are blobs (blob store, by content hash)
+// written before the row, so a listed checkpoint always has its adapter: a llama.cpp LoRA GGUF
+// (what the engine serves) and, since the PyTorch trainer, the same adapter in PEFT's format (two
+// files; older checkpoints have only the GGUF). Deleting a checkpoint deletes its row; the blob
+// collector removes adapters no checkpoint names.
 import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
 import { conflict } from "../core/errors.js";
-import { type Blobs, isDuplicateKey, type Page, paginate, upsertTolerant } from "../store/index.js";
+import { type BlobReferences, type BlobStore, type CopyLegacyBlob, isDuplicateKey, type LegacyBlobOwner, lostLegacyBlob, type OpenedBlob, type Page, paginate, readBlob, upsertTolerant } from "../store/index.js";
 import { ADAPTER_GGUF_FILE } from "../weights/index.js";
 import { fieldKey } from "./runs.js";
 
@@ -15,9 +16,12 @@ export interface CheckpointRecord {
   model_id: string;
   step: number;
   metrics: Record<string, number>;
-  adapter_blob_id: ObjectId | null;
+  /** The GGUF adapter's blob (SHA-256); null at step 0, the base model itself. */
+  adapter_sha256: string | null;
   /** The PEFT adapter's files (adapter_config.json, adapter_model.safetensors); absent before PEFT export. */
-  peft_files?: { name: string; blob_id: ObjectId }[] | null;
+  peft_files?: { name: string; sha256: string; blob_id?: ObjectId }[] | null;
+  /** Before the blob store: the GGUF's GridFS file (moved at start-up). */
+  adapter_blob_id?: ObjectId | null;
   /** The training job that produced it (none for step 0), so a retried job never adds a second one. */
   job_id?: string | null;
   created_at: Date;
@@ -54,19 +58,14 @@ export interface AdapterBytes {
 /** The GGUF file of a checkpoint's adapter (weights names the adapter files). */
 export const GGUF_ADAPTER_FILE = ADAPTER_GGUF_FILE;
 
-export class Checkpoints {
+export class Checkpoints implements BlobReferences, LegacyBlobOwner {
   private readonly checkpoints: Collection<CheckpointRecord>;
   /** Per model, its highest step: `latest` is then two `_id` lookups instead of a sorted query. */
   private readonly heads: Collection<{ _id: string; step: number }>;
 
-  /**
-   * blobs: the adapters' own GridFS bucket (so reading other blobs never scans adapters on the
-   * embedded FerretDB); legacy: the shared bucket where checkpoints made before kept theirs.
-   */
   constructor(
     db: Db,
-    private readonly blobs: Blobs,
-    private readonly legacy?: Blobs,
+    private readonly blobs: BlobStore,
   ) {
     this.checkpoints = db.collection<CheckpointRecord>("checkpoints");
     this.heads = db.collection<{ _id: string; step: number }>("checkpoint_heads");
@@ -74,27 +73,30 @@ export class Checkpoints {
 
   async ensureIndexes(): Promise<void> {
     await this.checkpoints.createIndex({ model_id: 1, step: 1 }, { unique: true });
+    await this.checkpoints.createIndex({ adapter_sha256: 1 });
+    await this.checkpoints.createIndex({ "peft_files.sha256": 1 });
   }
 
-  /** Adds a checkpoint; a step that exists already is a conflict (and the new adapter is removed). */
+  /** Adds a checkpoint; a step that exists already is a conflict. */
   async create(modelId: string, step: number, metrics: Record<string, number>, adapter?: AdapterBytes, jobId?: string): Promise<CheckpointRecord> {
-    const meta = { model_id: modelId, kind: "adapter", step };
-    const blobId = adapter ? await this.blobs.put(`step-${step}.gguf`, adapter.gguf, meta) : null;
-    const peftFiles = adapter?.peft ? await Promise.all(Object.entries(adapter.peft).map(async ([name, data]) => ({ name, blob_id: await this.blobs.put(name, data, meta) }))) : null;
+    const write = (data: Uint8Array) => this.blobs.write(data, { maxBytes: data.byteLength });
+    const gguf = adapter ? await write(adapter.gguf) : null;
+    const peftFiles: { name: string; sha256: string }[] = [];
+    for (const [name, data] of Object.entries(adapter?.peft ?? {})) peftFiles.push({ name, sha256: (await write(data)).sha256 });
     const record: CheckpointRecord = {
       _id: checkpointId(modelId, step),
       model_id: modelId,
       step,
       metrics: sanitize(metrics),
-      adapter_blob_id: blobId,
-      peft_files: peftFiles,
+      adapter_sha256: gguf?.sha256 ?? null,
+      peft_files: adapter?.peft ? peftFiles : null,
       job_id: jobId ?? null,
       created_at: new Date(),
     };
     try {
       await this.checkpoints.insertOne(record);
     } catch (error) {
-      for (const id of blobIds(record)) await this.deleteBlob(id);
+      // The adapter's blobs stay until the collector finds no checkpoint naming them.
       if (error instanceof MongoServerError && error.code === 11000) throw conflict(`model ${modelId} already has a checkpoint at step ${step}`);
       throw error;
     }
@@ -123,7 +125,7 @@ export class Checkpoints {
     await this.checkpoints
       .updateOne(
         { _id: checkpointId(modelId, 0) },
-        { $setOnInsert: { model_id: modelId, step: 0, metrics: {}, adapter_blob_id: null, created_at: new Date() } },
+        { $setOnInsert: { model_id: modelId, step: 0, metrics: {}, adapter_sha256: null, created_at: new Date() } },
         { upsert: true },
       )
       .catch((error: unknown) => {
@@ -162,44 +164,55 @@ export class Checkpoints {
 
   /** The names of a checkpoint's adapter files (none at step 0). */
   adapterFileNames(checkpoint: CheckpointRecord): string[] {
-    if (!checkpoint.adapter_blob_id) return [];
+    if (!checkpoint.adapter_sha256) return [];
     return [GGUF_ADAPTER_FILE, ...(checkpoint.peft_files ?? []).map((f) => f.name)];
   }
 
-  /** One adapter file of a checkpoint (`adapter.gguf` or a PEFT file), or null when it has none such. */
-  async openAdapterFile(checkpoint: CheckpointRecord, name: string = GGUF_ADAPTER_FILE): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
-    const id = adapterBlobId(checkpoint, name);
-    return id ? this.openBlob(id) : null;
+  /** The blob of one adapter file of a checkpoint (`adapter.gguf` or a PEFT file), or null when it has none such. */
+  adapterBlobName(checkpoint: CheckpointRecord, name: string = GGUF_ADAPTER_FILE): string | null {
+    return (name === GGUF_ADAPTER_FILE ? checkpoint.adapter_sha256 : (checkpoint.peft_files ?? []).find((f) => f.name === name)?.sha256) ?? null;
+  }
+
+  /** One adapter file of a checkpoint, streamed, or null when it has none such. */
+  async openAdapterFile(checkpoint: CheckpointRecord, name: string = GGUF_ADAPTER_FILE): Promise<OpenedBlob | null> {
+    const sha256 = this.adapterBlobName(checkpoint, name);
+    return sha256 ? this.blobs.open(sha256) : null;
   }
 
   /** One adapter file in memory, or null when the checkpoint has none such. */
   async readAdapterFile(checkpoint: CheckpointRecord, name: string = GGUF_ADAPTER_FILE): Promise<Buffer | null> {
-    const id = adapterBlobId(checkpoint, name);
-    return id ? this.readBlob(id) : null;
+    const sha256 = this.adapterBlobName(checkpoint, name);
+    return sha256 ? readBlob(this.blobs, sha256) : null;
   }
 
   /** The whole adapter in memory (a few MB to a few hundred): to continue training from it. */
   async readAdapter(checkpoint: CheckpointRecord): Promise<AdapterBytes | null> {
-    if (!checkpoint.adapter_blob_id) return null;
-    const peft = checkpoint.peft_files?.length ? Object.fromEntries(await Promise.all(checkpoint.peft_files.map(async (f) => [f.name, await this.readBlob(f.blob_id)] as const))) : null;
-    return { gguf: await this.readBlob(checkpoint.adapter_blob_id), peft };
+    if (!checkpoint.adapter_sha256) return null;
+    const peft = checkpoint.peft_files?.length ? Object.fromEntries(await Promise.all(checkpoint.peft_files.map(async (f) => [f.name, await readBlob(this.blobs, f.sha256)] as const))) : null;
+    return { gguf: await readBlob(this.blobs, checkpoint.adapter_sha256), peft };
   }
 
-  private async openBlob(id: ObjectId): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
-    return (await this.blobs.open(id)) ?? (this.legacy ? await this.legacy.open(id) : null);
+  /** Which of these blobs a checkpoint's adapter file is. */
+  async referencedBlobs(names: readonly string[]): Promise<Set<string>> {
+    const wanted = new Set(names);
+    const held = new Set<string>();
+    const cursor = this.checkpoints.find({ $or: [{ adapter_sha256: { $in: [...names] } }, { "peft_files.sha256": { $in: [...names] } }] }, { projection: { adapter_sha256: 1, peft_files: 1 } });
+    for await (const checkpoint of cursor) {
+      for (const sha256 of [checkpoint.adapter_sha256, ...(checkpoint.peft_files ?? []).map((f) => f.sha256)]) if (sha256 && wanted.has(sha256)) held.add(sha256);
+    }
+    return held;
   }
 
-  private async readBlob(id: ObjectId): Promise<Buffer> {
-    const file = await this.openBlob(id);
-    if (!file) throw new Error(`adapter blob ${id.toHexString()} not found`);
-    const chunks: Buffer[] = [];
-    for await (const chunk of file.chunks) chunks.push(chunk);
-    return Buffer.concat(chunks);
-  }
-
-  private async deleteBlob(id: ObjectId): Promise<void> {
-    await this.blobs.delete(id);
-    await this.legacy?.delete(id);
+  async migrateLegacyBlobs(copy: CopyLegacyBlob): Promise<number> {
+    let changed = 0;
+    for await (const checkpoint of this.checkpoints.find({ $or: [{ adapter_blob_id: { $type: "objectId" } }, { "peft_files.blob_id": { $exists: true } }, { adapter_sha256: { $exists: false } }] })) {
+      const move = async (id: ObjectId) => (await copy(id))?.sha256 ?? lostLegacyBlob(id);
+      const gguf = checkpoint.adapter_blob_id ? await move(checkpoint.adapter_blob_id) : (checkpoint.adapter_sha256 ?? null);
+      const peft = checkpoint.peft_files ? await Promise.all(checkpoint.peft_files.map(async (f) => ({ name: f.name, sha256: f.blob_id ? await move(f.blob_id) : f.sha256 }))) : checkpoint.peft_files;
+      await this.checkpoints.updateOne({ _id: checkpoint._id }, { $set: { adapter_sha256: gguf, peft_files: peft ?? null }, $unset: { adapter_blob_id: "" } });
+      changed++;
+    }
+    return changed;
   }
 
   async list(modelId: string, options: { after?: string; limit: number; order: "asc" | "desc" }): Promise<Page<CheckpointRecord>> {
@@ -224,25 +237,20 @@ export class Checkpoints {
   async deleteSteps(modelId: string, steps: number[]): Promise<{ deleted: number; notFound: number[] }> {
     const wanted = [...new Set(steps)];
     const found = await this.checkpoints.find({ model_id: modelId, step: { $in: wanted } }).toArray();
-    for (const checkpoint of found) {
-      for (const id of blobIds(checkpoint)) await this.deleteBlob(id);
-      await this.checkpoints.deleteOne({ _id: checkpoint._id });
-    }
+    for (const checkpoint of found) await this.checkpoints.deleteOne({ _id: checkpoint._id });
     if (found.length > 0) await this.resetHead(modelId);
     const foundSteps = new Set(found.map((c) => c.step));
     return { deleted: found.length, notFound: wanted.filter((s) => !foundSteps.has(s)) };
   }
 
-  /** Deletes one checkpoint with its adapter. */
+  /** Deletes one checkpoint. */
   async deleteById(checkpointId: string): Promise<void> {
     const checkpoint = await this.checkpoints.findOneAndDelete({ _id: checkpointId });
-    for (const id of checkpoint ? blobIds(checkpoint) : []) await this.deleteBlob(id);
     if (checkpoint) await this.resetHead(checkpoint.model_id);
   }
 
-  /** Deletes every checkpoint of a model with its adapters (older ones go with the model's blobs). */
+  /** Deletes every checkpoint of a model. */
   async deleteAll(modelId: string): Promise<number> {
-    await this.blobs.deleteForModel(modelId);
     await this.heads.deleteOne({ _id: modelId });
     return (await this.checkpoints.deleteMany({ model_id: modelId })).deletedCount;
   }
@@ -250,12 +258,4 @@ export class Checkpoints {
 
 function sanitize(metrics: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(metrics).map(([name, value]) => [fieldKey(name), value]));
-}
-
-function blobIds(checkpoint: CheckpointRecord): ObjectId[] {
-  return [...(checkpoint.adapter_blob_id ? [checkpoint.adapter_blob_id] : []), ...(checkpoint.peft_files ?? []).map((f) => f.blob_id)];
-}
-
-function adapterBlobId(checkpoint: CheckpointRecord, name: string): ObjectId | null | undefined {
-  return name === GGUF_ADAPTER_FILE ? checkpoint.adapter_blob_id : (checkpoint.peft_files ?? []).find((f) => f.name === name)?.blob_id;
 }

@@ -1,5 +1,5 @@
 // The trajectory groups stored for a model, as batches: each `/log` call (its groups are kept in
-// the trajectories collection) and each RL training job (its input is kept whole in GridFS).
+// the trajectories collection) and each RL training job (its input is kept whole in the blob store).
 // Both lists are merged newest first; a model has one batch per log call or job, so the merge is
 // done here over small records (no group is read to list batches).
 import type { JsonObject } from "@bufbuild/protobuf";

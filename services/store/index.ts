@@ -1,6 +1,6 @@
-// The store's face: the MongoDB connection, the embedded-database launcher, blobs, pagination and
+// The store's face: the MongoDB connection, the embedded-database launcher, the blob store, pagination and
 // the append-only log that services build their collections on.
-export { Blobs } from "./blobs.js";
+export * from "./blob-store/index.js";
 export { BucketedLog } from "./bucketed-log.js";
 export { databaseHealth, type DatabaseHealth } from "./health.js";
 export { type EmbeddedDatabase, startEmbeddedDatabase } from "./launcher.js";

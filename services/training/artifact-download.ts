@@ -43,7 +43,7 @@ export async function openDownload(
   if (chosen === null) throw badRequest(`${ref.name}:v${record.version} has several files (${names.join(", ")}): give filename`);
   const file = await deps.artifacts.openFile(record, chosen);
   if (!file) throw notFound(`${ref.name}:v${record.version} has no file ${chosen} (files: ${names.join(", ")})`);
-  return { filename: chosen, contentType: contentTypeOf(chosen), ...file };
+  return { filename: chosen, contentType: contentTypeOf(chosen), size: file.size, chunks: file.stream };
 }
 
 async function openCheckpointAdapter(checkpoints: Checkpoints, checkpoint: CheckpointRecord, stem: string, filename: string | null, format: string | null, noAdapterMessage: string): Promise<DownloadSource> {
@@ -59,12 +59,18 @@ async function openCheckpointAdapter(checkpoints: Checkpoints, checkpoint: Check
   const chosen = filename ?? GGUF_ADAPTER_FILE;
   const file = names.includes(chosen) ? await checkpoints.openAdapterFile(checkpoint, chosen) : null;
   if (!file) throw notFound(`step ${checkpoint.step} has no file ${chosen} (files: ${names.join(", ")})`);
-  return { filename: chosen === GGUF_ADAPTER_FILE ? `${stem}.gguf` : chosen, contentType: contentTypeOf(chosen), ...file };
+  return { filename: chosen === GGUF_ADAPTER_FILE ? `${stem}.gguf` : chosen, contentType: contentTypeOf(chosen), size: file.size, chunks: file.stream };
 }
 
 /** The PEFT files as one uncompressed tar (safetensors barely compress), streamed as it is read. */
 async function peftArchive(checkpoints: Checkpoints, checkpoint: CheckpointRecord, filename: string, names: readonly string[]): Promise<DownloadSource> {
-  const files = await Promise.all(names.map(async (name) => ({ name, file: (await checkpoints.openAdapterFile(checkpoint, name))! })));
+  const files = await Promise.all(
+    names.map(async (name) => {
+      const file = await checkpoints.openAdapterFile(checkpoint, name);
+      if (!file) throw new Error(`step ${checkpoint.step} lost its adapter file ${name} from the blob store`);
+      return { name, file };
+    }),
+  );
   const archive = pack();
   const mtime = checkpoint.created_at;
   // ustar: a 512-byte header per file, data padded to 512, two zero blocks at the end.
@@ -73,7 +79,7 @@ async function peftArchive(checkpoints: Checkpoints, checkpoint: CheckpointRecor
     try {
       for (const { name, file } of files) {
         const entry = archive.entry({ name, size: file.size, mode: 0o644, mtime });
-        for await (const chunk of file.chunks) {
+        for await (const chunk of file.stream as AsyncIterable<Buffer>) {
           if (!entry.write(chunk)) await new Promise<void>((resolve) => entry.once("drain", () => resolve()));
         }
         await new Promise<void>((resolve, reject) => entry.end((error?: Error | null) => (error ? reject(error) : resolve())));

@@ -51,7 +51,7 @@ export async function resolveKlReference(
   if (step === 0) return { config: rest, reference: null };
   const checkpoint = await deps.checkpoints.atStep(owner._id, step);
   if (!checkpoint) throw fail(`${owner.project}/${owner.name} has no checkpoint at step ${step}`);
-  return { config: rest, reference: checkpoint.adapter_blob_id ? checkpoint : null };
+  return { config: rest, reference: checkpoint.adapter_sha256 ? checkpoint : null };
 }
 
 function checkpointName(value: string, entity: string, error: (message: string) => Error): CheckpointName {

@@ -36,9 +36,8 @@ export interface WandbApiDeps {
 export interface UploadTarget {
   /** The body may be at most this long (besides the server's body limit); null: no bound of its own. */
   maxBytes: number | null;
-  /** False: the body is read and dropped (run files are kept nowhere), never buffered. */
-  keep: boolean;
-  receive(content: Buffer): Promise<void>;
+  /** Takes the body as it arrives (streamed into the blob store, or read and dropped), within `maxBytes`. */
+  receive(content: AsyncIterable<Uint8Array>, maxBytes: number, signal: AbortSignal): Promise<void>;
 }
 
 export class WandbApi {
@@ -90,25 +89,39 @@ export class WandbApi {
     if (!grant) throw notFound("this upload URL is invalid or has expired; ask for a new one");
     const maxBytes = typeof grant.s === "number" && Number.isSafeInteger(grant.s) && grant.s >= 0 ? grant.s : null;
     const uploads = this.deps.uploads;
-    if (grant.k === "artifact_file") return { maxBytes, keep: true, receive: (content) => uploads.receiveFile(String(grant.a), String(grant.n), String(grant.m), content) };
-    if (grant.k === "artifact_manifest") return { maxBytes, keep: true, receive: (content) => uploads.receiveManifest(String(grant.a), content) };
-    if (grant.k === "run_file") return { maxBytes, keep: false, receive: async () => undefined };
+    if (grant.k === "artifact_file") return { maxBytes, receive: (content, limit, signal) => uploads.receiveFile(String(grant.a), String(grant.n), String(grant.m), content, limit, signal) };
+    if (grant.k === "artifact_manifest") return { maxBytes, receive: (content, limit, signal) => uploads.receiveManifest(String(grant.a), content, limit, signal) };
+    if (grant.k === "run_file")
+      return {
+        maxBytes,
+        // Run files are kept nowhere: read through, so the client sees its upload succeed.
+        receive: async (content) => {
+          for await (const piece of content) void piece;
+        },
+      };
     throw notFound("this upload URL grants nothing");
   }
 
-  /** `GET` of a download URL: a file of a committed artifact version, or its manifest. */
+  /**
+   * `GET` of a download URL: a file of a committed artifact version, or its manifest. The URL is
+   * bound to the version it was issued for (its creation time) and to the file's exact bytes (its
+   * blob): when either is gone, 404, never other bytes.
+   */
   async download(token: string): Promise<{ size: number; chunks: AsyncIterable<Buffer> }> {
     const grant = this.deps.signer.verify(token);
     if (!grant || (grant.k !== "download" && grant.k !== "manifest")) throw notFound("this download URL is invalid or has expired; ask for a new one");
-    const view = await this.deps.views.byId(String(grant.e), String(grant.a));
+    const found = await this.deps.views.byId(String(grant.e), String(grant.a));
+    const view = found && (grant.c === undefined || found.createdAt.getTime() === grant.c) ? found : null;
     if (grant.k === "manifest") {
-      if (!view) throw notFound("the artifact no longer exists");
+      if (!view) throw notFound("the artifact version this URL was issued for no longer exists");
       const manifest = Buffer.from(manifestJson(view));
       return { size: manifest.byteLength, chunks: (async function* () { yield manifest; })() };
     }
-    const file = view ? await this.deps.views.openFile(view, String(grant.n)) : null;
-    if (!file) throw notFound(`the file ${String(grant.n)} no longer exists`);
-    return file;
+    const name = String(grant.n);
+    const blob = view ? this.deps.views.blobOf(view, name) : null;
+    const file = blob !== null && blob === grant.h && view ? await this.deps.views.openFile(view, name) : null;
+    if (!file) throw notFound(`the file ${name} this URL was issued for no longer exists`);
+    return { size: file.size, chunks: file.stream };
   }
 }
 

@@ -7,13 +7,17 @@ import { entityObject } from "./run-objects.js";
 
 const b64 = (text: string) => Buffer.from(text).toString("base64");
 
+/**
+ * Bound to the exact bytes: the file's blob (content hash) and the version's creation time, so a
+ * URL of a deleted version never serves what replaced it (a step trained again has the same id).
+ */
 export function downloadUrl(deps: ResolverDeps, view: ArtifactView, name: string): string {
-  const token = deps.signer.sign({ k: "download", e: view.entity, a: view.id, n: name }, deps.transferTtlMs);
+  const token = deps.signer.sign({ k: "download", e: view.entity, a: view.id, n: name, h: deps.views.blobOf(view, name) ?? "", c: view.createdAt.getTime() }, deps.transferTtlMs);
   return `${deps.baseUrl}/wandb/files/${token}/${encodeURIComponent(name.split("/").pop() ?? name)}`;
 }
 
 export function manifestUrl(deps: ResolverDeps, view: ArtifactView): string {
-  const token = deps.signer.sign({ k: "manifest", e: view.entity, a: view.id }, deps.transferTtlMs);
+  const token = deps.signer.sign({ k: "manifest", e: view.entity, a: view.id, c: view.createdAt.getTime() }, deps.transferTtlMs);
   return `${deps.baseUrl}/wandb/files/${token}/wandb_manifest.json`;
 }
 

@@ -5,13 +5,23 @@
 // version: a `lora` artifact named after a model of the project becomes that model's checkpoint
 // (its PEFT adapter converted for the engine), anything else a version of the artifact store.
 // Identical content logged again under the same name is the existing version (W&B's digest
-// deduplication), so nothing is uploaded twice.
-import { createHash, randomUUID } from "node:crypto";
+// deduplication), so nothing is uploaded twice. Files go to the blob store as they arrive.
+//
+// The commit is crash-safe and idempotent: one request at a time holds it (a lease on the pending
+// record, renewed while it works, so a crashed holder's retry takes over within COMMIT_LEASE_MS);
+// the version it stores has an id derived from the pending record (the artifact's version `_id`,
+// or the checkpoint's job id), so a retry after any crash finds what the crashed attempt stored
+// instead of storing a second version; marking the pending record committed comes last. Nothing
+// here deletes a blob: files superseded, not in the manifest or of an abandoned log are removed by
+// the blob collector once no record names them.
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Collection, Db, ObjectId } from "mongodb";
 import type { ArtifactFile, Artifacts } from "../artifacts/index.js";
 import { badRequest, conflict, notFound } from "../core/errors.js";
+import { failpoint } from "../core/failpoints.js";
 import type { ModelRecord, ModelRegistry } from "../models/index.js";
-import type { Blobs } from "../store/index.js";
+import { type BlobReferences, type BlobStore, type CopyLegacyBlob, type LegacyBlobOwner, lostLegacyBlob, readBlob } from "../store/index.js";
 import { artifactGraphqlId, checkpointGraphqlId, decodeArtifactId, LORA_TYPE, type ArtifactView, type ArtifactViews } from "./artifact-views.js";
 
 export interface PendingArtifact {
@@ -26,14 +36,23 @@ export interface PendingArtifact {
   digest: string;
   aliases: string[];
   files: ArtifactFile[];
-  manifest_blob_id: ObjectId | null;
+  /** The uploaded manifest's blob. */
+  manifest_sha256: string | null;
+  /** Before the blob store: the manifest's GridFS file (moved at start-up). */
+  manifest_blob_id?: ObjectId | null;
   /** The GraphQL id of the version the commit made. */
   committed_as: string | null;
+  /** The request committing it now, and until when (renewed while it works). */
+  commit_lease?: string | null;
+  commit_lease_until?: Date | null;
   created_at: Date;
 }
 
-/** Makes a model's checkpoint from an uploaded PEFT adapter (services/wandb/lora-import.ts). */
-export type ImportCheckpoint = (model: ModelRecord, step: number | null, peft: Record<string, Uint8Array>, metadata: string) => Promise<{ checkpointId: string }>;
+/**
+ * Makes a model's checkpoint from an uploaded PEFT adapter (services/wandb/lora-import.ts); `key`
+ * names the import, so that a retried import answers the checkpoint an earlier attempt made.
+ */
+export type ImportCheckpoint = (model: ModelRecord, step: number | null, peft: Record<string, Uint8Array>, metadata: string, key: string) => Promise<{ checkpointId: string }>;
 
 /** Artifact file paths as W&B allows them, minus anything that could climb out of a download root. */
 const FILE_PATH = /^(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[^\0\\]{1,512}$/;
@@ -41,20 +60,30 @@ export const MANIFEST_LIMIT_BYTES = 16 * 2 ** 20;
 /** A log that never committed (the client died) is removed with its files after this. */
 const ABANDONED_AFTER_MS = 24 * 3600 * 1000;
 const SWEEP_EVERY_MS = 3600 * 1000;
+/** A commit's hold on its pending record: a crashed holder's retry waits at most this long. */
+const COMMIT_LEASE_MS = 10_000;
+/** How long a commit waits for another request committing the same artifact before a 409. */
+const COMMIT_WAIT_MS = 2 * COMMIT_LEASE_MS;
 
-export class ArtifactUploads {
+export class ArtifactUploads implements BlobReferences, LegacyBlobOwner {
   private readonly pending: Collection<PendingArtifact>;
   private lastSweep = 0;
 
   constructor(
     db: Db,
-    private readonly blobs: Blobs,
+    private readonly blobs: BlobStore,
     private readonly artifacts: Artifacts,
     private readonly views: ArtifactViews,
     private readonly registry: ModelRegistry,
     private readonly importCheckpoint: ImportCheckpoint,
   ) {
     this.pending = db.collection<PendingArtifact>("wandb_pending_artifacts");
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.pending.createIndex({ "files.sha256": 1 });
+    await this.pending.createIndex({ manifest_sha256: 1 });
+    await this.pending.createIndex({ created_at: 1 });
   }
 
   /** `createArtifact`: a committed version with the same digest, or a new pending one. */
@@ -94,7 +123,7 @@ export class ArtifactUploads {
       digest: input.digest,
       aliases: input.aliases,
       files: [],
-      manifest_blob_id: null,
+      manifest_sha256: null,
       committed_as: null,
       created_at: new Date(),
     };
@@ -103,20 +132,37 @@ export class ArtifactUploads {
   }
 
   /**
-   * Removes logs older than a day: uncommitted ones with their uploaded files, committed ones'
-   * records (kept that long so `artifact.wait()` finds what the id turned into). At most hourly.
+   * Removes logs older than a day: uncommitted ones (their files then go to the collector), and
+   * committed ones' records (kept that long so `artifact.wait()` finds what the id turned into).
+   * At most hourly.
    */
   private async sweepAbandoned(): Promise<void> {
     if (Date.now() - this.lastSweep < SWEEP_EVERY_MS) return;
     this.lastSweep = Date.now();
-    const old = await this.pending.find({ created_at: { $lt: new Date(Date.now() - ABANDONED_AFTER_MS) } }).toArray();
-    for (const record of old) {
-      if (!record.committed_as) {
-        for (const file of record.files) await this.blobs.delete(file.blob_id);
-        if (record.manifest_blob_id) await this.blobs.delete(record.manifest_blob_id);
-      }
-      await this.pending.deleteOne({ _id: record._id });
+    await this.pending.deleteMany({ created_at: { $lt: new Date(Date.now() - ABANDONED_AFTER_MS) } });
+  }
+
+  /** Which of these blobs an artifact being logged has uploaded. */
+  async referencedBlobs(names: readonly string[]): Promise<Set<string>> {
+    const wanted = new Set(names);
+    const held = new Set<string>();
+    const cursor = this.pending.find({ $or: [{ "files.sha256": { $in: [...names] } }, { manifest_sha256: { $in: [...names] } }] }, { projection: { files: 1, manifest_sha256: 1 } });
+    for await (const record of cursor) {
+      for (const name of [record.manifest_sha256, ...record.files.map((file) => file.sha256)]) if (name && wanted.has(name)) held.add(name);
     }
+    return held;
+  }
+
+  async migrateLegacyBlobs(copy: CopyLegacyBlob): Promise<number> {
+    let changed = 0;
+    for await (const record of this.pending.find({ $or: [{ "files.blob_id": { $exists: true } }, { manifest_blob_id: { $type: "objectId" } }] })) {
+      const move = async (id: ObjectId) => (await copy(id))?.sha256 ?? lostLegacyBlob(id);
+      const files = await Promise.all(record.files.map(async (file) => (file.blob_id ? { name: file.name, size: file.size, md5: file.md5, sha256: await move(file.blob_id) } : file)));
+      const manifest = record.manifest_blob_id ? await move(record.manifest_blob_id) : (record.manifest_sha256 ?? null);
+      await this.pending.updateOne({ _id: record._id }, { $set: { files, manifest_sha256: manifest }, $unset: { manifest_blob_id: "" } });
+      changed++;
+    }
+    return changed;
   }
 
   /** The pending artifact behind a GraphQL id, of the caller's entity. */
@@ -140,34 +186,36 @@ export class ArtifactUploads {
     return record;
   }
 
-  /** A PUT to a file's upload URL: the bytes must have the MD5 the URL was issued for. */
-  async receiveFile(pendingId: string, name: string, md5: string, content: Buffer): Promise<void> {
-    const actual = createHash("md5").update(content).digest("base64");
-    if (actual !== md5) throw badRequest(`the uploaded ${name} has MD5 ${actual}, not the ${md5} it was announced with`);
-    const record = await this.pending.findOne({ _id: pendingId });
-    if (!record || record.committed_as) throw notFound(`artifact upload ${pendingId} is over (committed or abandoned)`);
-    const blobId = await this.blobs.put(`${record.name}/${name}`, content, { kind: "artifact_file", artifact: `${record.entity}/${record.project}/${record.name}` });
+  /** A PUT to a file's upload URL, streamed into the blob store: the bytes must have the MD5 the URL was issued for. */
+  async receiveFile(pendingId: string, name: string, md5: string, content: AsyncIterable<Uint8Array>, maxBytes: number, signal: AbortSignal): Promise<void> {
+    await this.stillOpen(pendingId);
+    const blob = await this.blobs.write(content, { maxBytes, md5, signal });
     // Files arrive in parallel: each is pushed (never read-modify-written); a file sent again is
     // pushed again, and the newest entry of a name counts (uploadedFiles).
-    await this.pending.updateOne({ _id: pendingId }, { $push: { files: { name, size: content.byteLength, blob_id: blobId, md5 } } });
+    const pushed = await this.pending.updateOne({ _id: pendingId, committed_as: null }, { $push: { files: { name, size: blob.size, sha256: blob.sha256, md5: blob.md5 } } });
+    if (pushed.matchedCount === 0) throw notFound(`artifact upload ${pendingId} is over (committed or abandoned)`);
   }
 
   /** A PUT to the manifest's upload URL. */
-  async receiveManifest(pendingId: string, content: Buffer): Promise<void> {
-    if (content.byteLength > MANIFEST_LIMIT_BYTES) throw badRequest(`an artifact manifest is limited to ${MANIFEST_LIMIT_BYTES} bytes`);
-    const record = await this.pending.findOne({ _id: pendingId });
-    if (!record || record.committed_as) throw notFound(`artifact upload ${pendingId} is over (committed or abandoned)`);
-    const blobId = await this.blobs.put(`${record.name}/wandb_manifest.json`, content, { kind: "artifact_manifest" });
-    await this.pending.updateOne({ _id: pendingId }, { $set: { manifest_blob_id: blobId } });
-    if (record.manifest_blob_id) await this.blobs.delete(record.manifest_blob_id);
+  async receiveManifest(pendingId: string, content: AsyncIterable<Uint8Array>, maxBytes: number, signal: AbortSignal): Promise<void> {
+    await this.stillOpen(pendingId);
+    const blob = await this.blobs.write(content, { maxBytes: Math.min(maxBytes, MANIFEST_LIMIT_BYTES), signal });
+    const set = await this.pending.updateOne({ _id: pendingId, committed_as: null }, { $set: { manifest_sha256: blob.sha256 } });
+    if (set.matchedCount === 0) throw notFound(`artifact upload ${pendingId} is over (committed or abandoned)`);
   }
 
-  /** `commitArtifact`: the version, stored. Committing again answers the same version. */
+  /** Checked before a body is stored, so an upload to a finished log is refused without writing it. */
+  private async stillOpen(pendingId: string): Promise<void> {
+    const record = await this.pending.findOne({ _id: pendingId }, { projection: { committed_as: 1 } });
+    if (!record || record.committed_as) throw notFound(`artifact upload ${pendingId} is over (committed or abandoned)`);
+  }
+
+  /** `commitArtifact`: the version, stored. Committing again (or at once) answers the same version. */
   async commit(entity: string, graphqlId: string): Promise<ArtifactView> {
     const record = await this.mustFind(entity, graphqlId);
     if (record.committed_as) return this.committedView(entity, record.committed_as);
-    if (!record.manifest_blob_id) throw badRequest(`artifact ${record.name} has no manifest uploaded yet`);
-    const entries = parseManifest(await this.blobs.get(record.manifest_blob_id));
+    if (!record.manifest_sha256) throw badRequest(`artifact ${record.name} has no manifest uploaded yet`);
+    const entries = parseManifest(await readBlob(this.blobs, record.manifest_sha256));
     const newest = uploadedFiles(record.files);
     const files: ArtifactFile[] = [];
     for (const [path, entry] of entries) {
@@ -175,39 +223,82 @@ export class ArtifactUploads {
       const uploaded = newest.get(path);
       if (!uploaded) throw badRequest(`artifact ${record.name}: the manifest lists ${path}, which was not uploaded`);
       if (uploaded.md5 !== entry.digest) throw badRequest(`artifact ${record.name}: ${path} was uploaded with MD5 ${uploaded.md5}, the manifest says ${entry.digest}`);
-      files.push(uploaded);
+      files.push({ name: uploaded.name, size: uploaded.size, sha256: uploaded.sha256, md5: uploaded.md5 });
     }
+    const lease = await this.takeCommit(record._id);
+    if (lease === null) return this.awaitOtherCommit(entity, record);
+    try {
+      failpoint("wandb.commit.leased");
+      const committedAs = await this.storeVersion(record, files);
+      failpoint("wandb.commit.stored");
+      await this.pending.updateOne({ _id: record._id }, { $set: { committed_as: committedAs, commit_lease: null, commit_lease_until: null } });
+      failpoint("wandb.commit.marked");
+      return await this.committedView(entity, committedAs);
+    } finally {
+      await lease.release();
+    }
+  }
+
+  /** The version itself: a checkpoint of the model, or a version of the artifact store; its GraphQL id. */
+  private async storeVersion(record: PendingArtifact, files: ArtifactFile[]): Promise<string> {
     const model = record.type === LORA_TYPE ? await this.registry.findByName(record.entity, record.project, record.name) : null;
-    let committedAs: string;
     if (model) {
       const peft: Record<string, Uint8Array> = {};
-      for (const file of files) peft[file.name.split("/").pop() as string] = await this.blobs.get(file.blob_id);
+      for (const file of files) peft[file.name.split("/").pop() as string] = await readBlob(this.blobs, file.sha256);
       const step = record.aliases.map((alias) => /^step(\d+)$/.exec(alias)).find((match) => match !== null);
-      const { checkpointId } = await this.importCheckpoint(model, step ? Number(step[1]) : null, peft, record.metadata);
-      committedAs = checkpointGraphqlId(checkpointId);
-    } else {
-      const stored = await this.artifacts.insertVersion({
-        _id: record._id,
-        entity: record.entity,
-        project: record.project,
-        name: record.name,
-        type: record.type,
-        files,
-        aliases: record.aliases,
-        metadata: record.metadata,
-        description: record.description,
-        digest: record.digest,
-        run_id: record.run_id,
-      });
-      committedAs = artifactGraphqlId(stored._id);
+      const { checkpointId } = await this.importCheckpoint(model, step ? Number(step[1]) : null, peft, record.metadata, `wandb-artifact:${record._id}`);
+      return checkpointGraphqlId(checkpointId);
     }
-    await this.pending.updateOne({ _id: record._id }, { $set: { committed_as: committedAs } });
-    // Blobs no version holds: files sent again (superseded) or not in the manifest, and, for a
-    // checkpoint, every upload (it keeps copies in the adapters' bucket).
-    const kept = new Set(model ? [] : files.map((file) => file.blob_id.toHexString()));
-    for (const file of record.files) if (!kept.has(file.blob_id.toHexString())) await this.blobs.delete(file.blob_id);
-    await this.blobs.delete(record.manifest_blob_id); // served manifests are written from the version's files
-    return this.committedView(entity, committedAs);
+    const stored = await this.artifacts.insertVersion({
+      _id: record._id,
+      entity: record.entity,
+      project: record.project,
+      name: record.name,
+      type: record.type,
+      files,
+      aliases: record.aliases,
+      metadata: record.metadata,
+      description: record.description,
+      digest: record.digest,
+      run_id: record.run_id,
+    });
+    return artifactGraphqlId(stored._id);
+  }
+
+  /** Takes the commit of a pending record (free, or its holder's lease ran out); null: another request holds it. */
+  private async takeCommit(pendingId: string): Promise<{ release(): Promise<void> } | null> {
+    const token = randomUUID();
+    const now = new Date();
+    const taken = await this.pending.findOneAndUpdate(
+      { _id: pendingId, committed_as: null, $or: [{ commit_lease: null }, { commit_lease: { $exists: false } }, { commit_lease_until: { $lt: now } }] },
+      { $set: { commit_lease: token, commit_lease_until: new Date(now.getTime() + COMMIT_LEASE_MS) } },
+      { returnDocument: "after" },
+    );
+    if (!taken) return null;
+    const renew = setInterval(() => {
+      this.pending.updateOne({ _id: pendingId, commit_lease: token }, { $set: { commit_lease_until: new Date(Date.now() + COMMIT_LEASE_MS) } }).catch(() => undefined);
+    }, COMMIT_LEASE_MS / 3);
+    return {
+      release: async () => {
+        clearInterval(renew);
+        // Failed before the end: let a retry take it at once.
+        await this.pending.updateOne({ _id: pendingId, commit_lease: token }, { $set: { commit_lease: null, commit_lease_until: null } }).catch(() => undefined);
+      },
+    };
+  }
+
+  /** Another request is committing this artifact: its version once it is done, else a 409 to retry. */
+  private async awaitOtherCommit(entity: string, record: PendingArtifact): Promise<ArtifactView> {
+    const deadline = Date.now() + COMMIT_WAIT_MS;
+    while (Date.now() < deadline) {
+      await sleep(100);
+      const now = await this.pending.findOne({ _id: record._id });
+      if (!now) break;
+      if (now.committed_as) return this.committedView(entity, now.committed_as);
+      // Its holder gave up or died: this request commits.
+      if (!now.commit_lease || (now.commit_lease_until && now.commit_lease_until < new Date())) return this.commit(entity, artifactGraphqlId(record._id));
+    }
+    throw conflict(`artifact ${record.name} is being committed by another request; retry`);
   }
 
   /** The committed version a pending id turned into (artifact.wait() asks by the id it was given). */

@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import type { ArtifactRecord, Artifacts } from "../artifacts/index.js";
 import type { CheckpointRecord, Checkpoints, ModelRecord, ModelRegistry } from "../models/index.js";
+import type { OpenedBlob } from "../store/index.js";
 
 export const LORA_TYPE = "lora";
 
@@ -73,7 +74,7 @@ export class ArtifactViews {
     if (model) {
       const step = /^(?:v|step)(\d+)$/.exec(selector);
       const checkpoint = selector === "latest" ? await this.checkpoints.latest(model._id) : step ? await this.checkpoints.atStep(model._id, Number(step[1])) : await this.checkpointWithAlias(model, selector);
-      return checkpoint && checkpoint.adapter_blob_id ? this.checkpointView(model, checkpoint, selector === "latest" ? checkpoint._id : undefined) : null;
+      return checkpoint && checkpoint.adapter_sha256 ? this.checkpointView(model, checkpoint, selector === "latest" ? checkpoint._id : undefined) : null;
     }
     const version = /^v(\d+)$/.exec(selector);
     const record = version ? await this.artifacts.find(entity, project, name, Number(version[1])) : await this.artifacts.findByAlias(entity, project, name, selector);
@@ -87,7 +88,7 @@ export class ArtifactViews {
     if (raw.startsWith("ckpt:")) {
       const checkpoint = await this.checkpoints.byId(raw.slice("ckpt:".length));
       const model = checkpoint ? await this.registry.get(checkpoint.model_id) : null;
-      return checkpoint && model && model.entity === entity && checkpoint.adapter_blob_id ? this.checkpointView(model, checkpoint) : null;
+      return checkpoint && model && model.entity === entity && checkpoint.adapter_sha256 ? this.checkpointView(model, checkpoint) : null;
     }
     const record = await this.artifacts.findById(raw);
     return record && record.entity === entity ? this.artifactView(record) : null;
@@ -102,7 +103,7 @@ export class ArtifactViews {
       let after: string | undefined;
       for (;;) {
         const page = await this.checkpoints.list(model._id, { after, limit: 100, order: "asc" });
-        for (const checkpoint of page.items) if (checkpoint.adapter_blob_id) views.push(await this.checkpointView(model, checkpoint, latestId));
+        for (const checkpoint of page.items) if (checkpoint.adapter_sha256) views.push(await this.checkpointView(model, checkpoint, latestId));
         if (!page.hasMore || page.items.length === 0) break;
         after = page.items[page.items.length - 1]?._id;
       }
@@ -119,9 +120,15 @@ export class ArtifactViews {
   }
 
   /** One file's bytes as they come from the blob store. */
-  async openFile(view: ArtifactView, name: string): Promise<{ size: number; chunks: AsyncIterable<Buffer> } | null> {
+  async openFile(view: ArtifactView, name: string): Promise<OpenedBlob | null> {
     if (view.kind === "checkpoint") return name === "adapter.gguf" ? null : this.checkpoints.openAdapterFile(view.checkpoint, name);
     return this.artifacts.openFile(view.record, name);
+  }
+
+  /** The blob a file of a version is stored as (its content hash), or null: download URLs are bound to it. */
+  blobOf(view: ArtifactView, name: string): string | null {
+    if (view.kind === "checkpoint") return name === "adapter.gguf" ? null : this.checkpoints.adapterBlobName(view.checkpoint, name);
+    return view.record.files.find((file) => file.name === name)?.sha256 ?? null;
   }
 
   /** Saves metadata, description and aliases (each when given), as `artifact.save()` does. */
@@ -193,11 +200,11 @@ export class ArtifactViews {
 }
 
 /** Size and MD5 (base64) of a stored file, read through once. */
-async function digestOf(file: { chunks: AsyncIterable<Buffer> } | null): Promise<{ size: number; md5: string }> {
+async function digestOf(file: OpenedBlob | null): Promise<{ size: number; md5: string }> {
   const hasher = createHash("md5");
   let size = 0;
   if (file) {
-    for await (const chunk of file.chunks) {
+    for await (const chunk of file.stream as AsyncIterable<Buffer>) {
       hasher.update(chunk);
       size += chunk.length;
     }

@@ -29,7 +29,13 @@ export interface LoraImportDeps {
 }
 
 export function loraImporter(deps: LoraImportDeps): ImportCheckpoint {
-  return async (model: ModelRecord, step: number | null, peft: Record<string, Uint8Array>, metadata: string) => {
+  return async (model: ModelRecord, step: number | null, peft: Record<string, Uint8Array>, metadata: string, key: string) => {
+    // A retried import (its commit crashed after the checkpoint was stored) answers that checkpoint.
+    const earlier = await deps.checkpoints.ofJob(model._id, key);
+    if (earlier) {
+      await deps.checkpoints.setArtifactFields(earlier._id, { metadata });
+      return { checkpointId: earlier._id };
+    }
     const missing = PEFT_FILES.filter((name) => !(name in peft));
     if (missing.length > 0) throw badRequest(`a lora artifact for model ${model.name} must hold a PEFT adapter: ${missing.join(" and ")} missing (it has ${Object.keys(peft).join(", ") || "no files"})`);
     if (step !== null && !(Number.isSafeInteger(step) && step <= MAX_STEP)) throw badRequest(`a lora artifact's step alias must name a step from 1 to ${MAX_STEP}; it names ${step > MAX_STEP ? `one beyond ${MAX_STEP}` : String(step)}`);
@@ -62,7 +68,7 @@ export function loraImporter(deps: LoraImportDeps): ImportCheckpoint {
     await checkAdapterFiles(converted, adapterBase).catch((error: unknown) => {
       throw new Error(`the trainer's conversion of the lora artifact is not a usable adapter: ${error instanceof Error ? error.message : String(error)}`);
     });
-    const checkpoint = await deps.checkpoints.create(model._id, target, {}, { gguf, peft: converted.peft });
+    const checkpoint = await deps.checkpoints.create(model._id, target, {}, { gguf, peft: converted.peft }, key);
     await deps.checkpoints.setArtifactFields(checkpoint._id, { metadata });
     return { checkpointId: checkpoint._id };
   };

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { Blobs } from "../../services/store/blobs.js";
+import { sharedBlobStore } from "../support/blob-store.js";
 import { Checkpoints } from "../../services/models/checkpoints.js";
 import { makeRandomLora } from "../../services/weights/lora.js";
 import { rest } from "../support/clients.js";
@@ -37,7 +37,7 @@ async function addCheckpoint(modelId: string, step: number, seed: number): Promi
   await makeRandomLora({ basePath: join(inject("dataDir"), "models", "tiny-chat.gguf"), path, seed, rank: 8, alpha: 16, targets: ["q", "k", "v", "o", "gate", "up", "down"] });
   const data = await readFile(path);
   await withDatabase(async ({ db }) => {
-    await new Checkpoints(db, new Blobs(db)).create(modelId, step, { loss: 1 }, { gguf: data, peft: null });
+    await new Checkpoints(db, sharedBlobStore()).create(modelId, step, { loss: 1 }, { gguf: data, peft: null });
   });
 }
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { Checkpoints } from "../../services/models/checkpoints.js";
-import { Blobs } from "../../services/store/blobs.js";
+import { sharedBlobStore } from "../support/blob-store.js";
 import { makeRandomLora } from "../../services/weights/lora.js";
 import { rest } from "../support/clients.js";
 import { withDatabase } from "../support/db.js";
@@ -33,7 +33,7 @@ beforeAll(async () => {
   await makeRandomLora({ basePath: join(inject("dataDir"), "models", "tiny-chat.gguf"), path, seed: 11, rank: 8, alpha: 16, targets: ["q", "k", "v", "o", "gate", "up", "down"] });
   const data = await readFile(path);
   await withDatabase(async ({ db }) => {
-    await new Checkpoints(db, new Blobs(db, "adapters"), new Blobs(db)).create(modelId, 1, { loss: 1 }, { gguf: data, peft: null });
+    await new Checkpoints(db, sharedBlobStore()).create(modelId, 1, { loss: 1 }, { gguf: data, peft: null });
   });
   modelName = `wandb-artifact:///${entity}/evals/scorer`;
 });

@@ -50,7 +50,8 @@ beforeAll(async () => {
   const baseModels = "tiny-remote=builtin:tiny-chat,tiny-external=builtin:tiny-chat";
   isolated = await startIsolatedServer({ name: "remote", entity, env: { BASE_MODELS: baseModels, ENGINES: JSON.stringify(engines), WORKER_LEASE_MS: "3000" } });
   embedded = await startServerProcess(
-    { DATA_DIR: embeddedDir, MONGODB_URI: isolated.database.uri, MONGODB_DB: "srl_remote", ENGINE_THREADS: "1", BASE_MODELS: baseModels, TRAINING_WORKER: "0" },
+    // A second server on the same database shares its blob store (checkpoints' adapters).
+    { DATA_DIR: embeddedDir, MONGODB_URI: isolated.database.uri, MONGODB_DB: "srl_remote", BLOB_STORE_URL: `file://${join(isolated.dataDir, "blobs")}`, ENGINE_THREADS: "1", BASE_MODELS: baseModels, TRAINING_WORKER: "0" },
     "embedded",
   );
 }, 1_200_000);

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Checkpoints } from "../../services/models/checkpoints.js";
-import { Blobs } from "../../services/store/blobs.js";
+import { localBlobStore } from "../../services/store/index.js";
 import { makeRandomLora } from "../../services/weights/lora.js";
 import { rest, type RestResponse } from "../support/clients.js";
 import { createKey, uniqueEntity } from "../support/keys.js";
@@ -292,14 +292,14 @@ describe("vLLM replicas: checkpoints as runtime-loaded LoRA adapters", () => {
   async function addCheckpoint(step: number): Promise<string> {
     const path = join(scratch, `step${step}.gguf`);
     await makeRandomLora({ basePath: join(isolated.dataDir, "models", "tiny-chat.gguf"), path, seed: step, rank: 2, alpha: 4, targets: ["q"] });
-    const record = await new Checkpoints(isolated.db.db, new Blobs(isolated.db.db, "adapters"), new Blobs(isolated.db.db)).create(
+    const record = await new Checkpoints(isolated.db.db, localBlobStore(isolated.dataDir)).create(
       modelId,
       step,
       { loss: 1 },
       { gguf: await readFile(path), peft: { "adapter_config.json": adapterConfig, "adapter_model.safetensors": weights } },
     );
-    // The adapter's key (its directory under DATA_DIR/adapters) is its GGUF blob's id.
-    return record.adapter_blob_id?.toHexString() ?? "";
+    // The adapter's key (its directory under DATA_DIR/adapters) is its GGUF blob's name.
+    return record.adapter_sha256 ?? "";
   }
 
   const atStep = (step: number) => ({ model: `${project}/${name}:step${step}`, max_tokens: 2 });

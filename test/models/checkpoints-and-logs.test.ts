@@ -1,7 +1,7 @@
 // Checkpoint pagination and deletion, trajectory logs with their metrics, tracking-run history.
 import { beforeAll, describe, expect, it } from "vitest";
 import { Models } from "../../gen/srl/v1/models_pb.js";
-import { Blobs } from "../../services/store/blobs.js";
+import { sharedBlobStore } from "../support/blob-store.js";
 import { Checkpoints } from "../../services/models/checkpoints.js";
 import { Runs } from "../../services/models/runs.js";
 import { grpcUnary, rest, type ListPage } from "../support/clients.js";
@@ -45,7 +45,7 @@ describe("checkpoints", () => {
   it("keep their latest step right through deletions, gaps, re-creation and a lost head", async () => {
     const model = await newModel("latest");
     await withDatabase(async ({ db }) => {
-      const checkpoints = new Checkpoints(db, new Blobs(db));
+      const checkpoints = new Checkpoints(db, sharedBlobStore());
       const latest = async () => (await checkpoints.latest(model.id))?.step;
       expect(await latest()).toBe(0);
       for (const step of [1, 2, 3]) await checkpoints.create(model.id, step, {});
@@ -70,7 +70,7 @@ describe("checkpoints", () => {
   it("paginates 45 checkpoints in both orders across page boundaries with exact has_more", async () => {
     const model = await newModel("paged");
     await withDatabase(async ({ db }) => {
-      const checkpoints = new Checkpoints(db, new Blobs(db));
+      const checkpoints = new Checkpoints(db, sharedBlobStore());
       // Steps 1..44 on top of step 0, written out of order.
       for (const step of [...Array.from({ length: 44 }, (_, i) => i + 1)].reverse()) await checkpoints.create(model.id, step, { "train/loss": 1 / step });
     });
@@ -101,15 +101,17 @@ describe("checkpoints", () => {
   it("deletes checkpoints by step and reports the missing ones", async () => {
     const model = await newModel("pruned");
     await withDatabase(async ({ db }) => {
-      const checkpoints = new Checkpoints(db, new Blobs(db));
+      const checkpoints = new Checkpoints(db, sharedBlobStore());
       for (const step of [1, 2, 3, 4]) await checkpoints.create(model.id, step, {}, { gguf: Buffer.alloc(100, step), peft: null });
     });
     const res = await rest("DELETE", `/v1/preview/models/${model.id}/checkpoints`, { key, body: { steps: [1, 3, 7, 3, 9] } });
     expect(res).toMatchObject({ status: 200, body: { deleted_count: 2, not_found_steps: [7, 9] } });
     const left = (await rest("GET", `/v1/preview/models/${model.id}/checkpoints`, { key })).body as ListPage<CheckpointJson>;
     expect(left.data.map((c) => c.step)).toEqual([0, 2, 4]);
-    const adapters = await withDatabase(({ db }) => db.collection("blobs.files").countDocuments({ "metadata.model_id": model.id }));
-    expect(adapters).toBe(2);
+    // The remaining steps' adapters are in the blob store (the deleted ones go once the collector runs).
+    const remaining = await withDatabase(({ db }) => db.collection<{ adapter_sha256: string | null }>("checkpoints").find({ model_id: model.id, step: { $gt: 0 } }).toArray());
+    expect(remaining).toHaveLength(2);
+    for (const checkpoint of remaining) expect(await sharedBlobStore().stat(checkpoint.adapter_sha256 as string)).not.toBeNull();
   });
 });
 
@@ -168,7 +170,7 @@ describe("trajectory logs", () => {
   it("logs at the model's current step and keeps a paginated history", async () => {
     const model = await newModel("stepped");
     await withDatabase(async ({ db }) => {
-      await new Checkpoints(db, new Blobs(db)).create(model.id, 1, { "train/loss": 0.3 });
+      await new Checkpoints(db, sharedBlobStore()).create(model.id, 1, { "train/loss": 0.3 });
     });
     const log = (split: string, reward: number) =>
       rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split, trajectory_groups: [{ trajectories: [{ reward }, { reward }] }] } });

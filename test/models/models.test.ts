@@ -3,7 +3,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Models } from "../../gen/srl/v1/models_pb.js";
-import { Blobs } from "../../services/store/blobs.js";
+import { sharedBlobStore } from "../support/blob-store.js";
 import { Checkpoints } from "../../services/models/checkpoints.js";
 import { EventLog } from "../../services/events/event-log.js";
 import { connectClient, grpcUnary, rest } from "../support/clients.js";
@@ -162,7 +162,7 @@ describe("delete model", () => {
     const model = (await createModel({ project: "cascade", name: "doomed", base_model: "tiny-chat" })).body as ModelJson;
     const keep = (await createModel({ project: "cascade", name: "bystander", base_model: "tiny-chat" })).body as ModelJson;
     await withDatabase(async ({ db }) => {
-      const checkpoints = new Checkpoints(db, new Blobs(db));
+      const checkpoints = new Checkpoints(db, sharedBlobStore());
       for (const step of [1, 2, 3]) await checkpoints.create(model.id, step, { loss: step }, { gguf: Buffer.alloc(300_000, step), peft: null });
       await checkpoints.create(keep.id, 1, {}, { gguf: Buffer.alloc(1000), peft: null });
     });
@@ -219,9 +219,18 @@ async function countOwned(model: ModelJson) {
       training_jobs: jobIds.length,
       events: allJobIds.length === 0 ? await db.collection("events").countDocuments({ job_id: { $in: [] } }) : await db.collection("events").countDocuments({ job_id: { $in: allJobIds } }),
       event_streams: await db.collection("event_streams").countDocuments({ _id: { $in: allJobIds } }),
-      blobs:
-        (await db.collection("blobs.files").countDocuments({ "metadata.model_id": model.id })) +
-        (await db.collection("adapters.files").countDocuments({ "metadata.model_id": model.id })),
+      // Records naming a blob that is stored (the collector removes blobs once no record names them).
+      blobs: await storedBlobsNamedBy([
+        ...(await db.collection<{ adapter_sha256?: string | null }>("checkpoints").find({ model_id: model.id }).toArray()).map((c) => c.adapter_sha256),
+        ...(await db.collection<{ input_sha256?: string | null }>("training_jobs").find({ model_id: model.id }).toArray()).map((j) => j.input_sha256),
+      ]),
     };
   });
+}
+
+async function storedBlobsNamedBy(names: (string | null | undefined)[]): Promise<number> {
+  const store = sharedBlobStore();
+  let stored = 0;
+  for (const name of names) if (name && (await store.stat(name))) stored++;
+  return stored;
 }

@@ -1,6 +1,6 @@
 // Stored trajectories read back: every /log call and every RL job's input is a batch, listed newest
 // first across both, filtered by split and paginated; a batch's groups come back exactly as sent
-// (any keys, large groups kept in GridFS included), through REST and gRPC, and only to their owner.
+// (any keys, large groups kept in the blob store included), through REST and gRPC, and only to their owner.
 // Also GetModel, which the console's pages use.
 import { beforeAll, describe, expect, it } from "vitest";
 import { Models } from "../../gen/srl/v1/models_pb.js";
@@ -98,7 +98,7 @@ describe("trajectory batches", () => {
     expect(((await groupsOf(jobId, `?after=${job.last_id}`)).body as ListPage<Group>).data.map((g) => g.group)).toEqual([jobGroups[1]]);
   });
 
-  it("reads back groups too large for a document (kept in GridFS), a page holding at most 16 MiB past its first group", async () => {
+  it("reads back groups too large for a document (kept in the blob store), a page holding at most 16 MiB past its first group", async () => {
     const sized = (mb: number, tag: string) => ({ trajectories: [{ messages_and_choices: [{ role: "user", content: tag.repeat(mb * 1024 * 1024) }], reward: 0.5 }], metadata: { tag } });
     const big = [sized(9, "a"), sized(6, "b"), sized(6, "c")];
     expect((await rest("POST", `/v1/preview/models/${model.id}/log`, { key, body: { split: "big", trajectory_groups: big } })).status).toBe(200);

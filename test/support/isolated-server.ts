@@ -16,6 +16,8 @@ export interface IsolatedServer {
   db: Database;
   server: ServerProcess;
   key: string;
+  /** Stops the server (or finds it dead) and starts it again on the same database and data directory. */
+  restart(env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -23,20 +25,26 @@ export async function startIsolatedServer(options: { name: string; entity: strin
   const dataDir = await mkdtemp(join(tmpdir(), `srl-${options.name}-`));
   const database = await startEmbeddedDatabase({ dataDir, log: () => {} });
   const dbName = `srl_${options.name}`;
-  const server = await startServerProcess({ DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: dbName, ENGINE_THREADS: "1", ...options.env });
+  const baseEnv = { DATA_DIR: dataDir, MONGODB_URI: database.uri, MONGODB_DB: dbName, ENGINE_THREADS: "1" };
+  const server = await startServerProcess({ ...baseEnv, ...options.env });
   const db = await connectDatabase(database.uri, dbName, { timeoutMs: TEST_DATABASE_TIMEOUT_MS });
   const key = (await new ApiKeys(db.db).create(options.entity)).key;
-  return {
+  const isolated: IsolatedServer = {
     dataDir,
     database,
     db,
     server,
     key,
+    async restart(env) {
+      await isolated.server.stop();
+      isolated.server = await startServerProcess({ ...baseEnv, ...(env ?? options.env) });
+    },
     async stop() {
       await db.close();
-      await server.stop();
+      await isolated.server.stop();
       await database.stop();
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+  return isolated;
 }

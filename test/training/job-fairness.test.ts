@@ -6,19 +6,24 @@ import { describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { EventLog } from "../../services/events/event-log.js";
 import { TrainingJobs } from "../../services/jobs/training-jobs.js";
-import { Blobs } from "../../services/store/blobs.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LocalBlobStore } from "../../services/store/blob-store/local-blob-store.js";
 import { connectDatabase } from "../../services/store/mongo.js";
 import { TEST_DATABASE_TIMEOUT_MS } from "../support/db-timeout.js";
 
 async function withOwnDatabase<T>(use: (jobs: TrainingJobs) => Promise<T>): Promise<T> {
   const database = await connectDatabase(inject("mongoUri"), `fairness_${randomUUID().slice(0, 8)}`, { timeoutMs: TEST_DATABASE_TIMEOUT_MS });
+  const blobDir = await mkdtemp(join(tmpdir(), "srl-fairness-blobs-"));
   try {
-    const jobs = new TrainingJobs(database.db, new Blobs(database.db), new EventLog(database.db));
+    const jobs = new TrainingJobs(database.db, new LocalBlobStore(blobDir), new EventLog(database.db));
     await jobs.ensureIndexes();
     return await use(jobs);
   } finally {
     await database.db.dropDatabase().catch(() => undefined);
     await database.close();
+    await rm(blobDir, { recursive: true, force: true });
   }
 }
 

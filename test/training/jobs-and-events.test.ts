@@ -8,7 +8,7 @@ import { Events } from "../../gen/srl/v1/events_pb.js";
 import { Training } from "../../gen/srl/v1/training_pb.js";
 import { EventLog } from "../../services/events/event-log.js";
 import { TrainingJobs } from "../../services/jobs/training-jobs.js";
-import { Blobs } from "../../services/store/blobs.js";
+import { sharedBlobStore } from "../support/blob-store.js";
 import { connectClient, grpcUnary, rest } from "../support/clients.js";
 import { withDatabase } from "../support/db.js";
 import { createKey, uniqueEntity } from "../support/keys.js";
@@ -61,7 +61,7 @@ describe("training jobs", () => {
     });
     // The trajectories were stored exactly as sent, for the worker.
     const input = await withDatabase(async ({ db }) => {
-      const jobs = new TrainingJobs(db, new Blobs(db), new EventLog(db));
+      const jobs = new TrainingJobs(db, sharedBlobStore(), new EventLog(db));
       return jobs.inputOf(await jobs.getOwned((await db.collection("training_jobs").findOne({ _id: id as never }))?.entity as string, id));
     });
     expect(input).toEqual(groups);
@@ -269,7 +269,7 @@ describe("queue for workers", () => {
     const first = await createJob();
     const second = await createJob();
     await withDatabase(async ({ db }) => {
-      const jobs = new TrainingJobs(db, new Blobs(db), new EventLog(db));
+      const jobs = new TrainingJobs(db, sharedBlobStore(), new EventLog(db));
       // Jobs of this file's other tests are queued too: drain to ours, failing the others.
       const claimOurs = async (worker: string, lease: number) => {
         for (;;) {

@@ -2,3 +2,4 @@
 export { defineHandlers, type ServiceHandlers } from "./handlers.js";
 export { principalKey, principalOf, type Principal } from "./principal.js";
 export { rawBodyKey, restValidatedKey, sentJson } from "./sent-json.js";
+export { type StagedFile, stagedFilesKey } from "./staged-files.js";
