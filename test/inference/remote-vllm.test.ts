@@ -312,7 +312,7 @@ describe("vLLM replicas: checkpoints as runtime-loaded LoRA adapters", () => {
     await b.stop();
     try {
       await ok(atStep(1));
-      expect(loads(a)).toEqual([{ lora_name: first, lora_path: expect.any(String) }]);
+      expect(loads(a), JSON.stringify({ first, second, loads: loads(a), onB: loads(b) })).toEqual([{ lora_name: first, lora_path: expect.any(String) }]);
       const path = loads(a)[0]?.lora_path as string;
       // The directory vLLM reads: the PEFT files as the trainer wrote them.
       expect(await readFile(join(path, "adapter_config.json"))).toEqual(adapterConfig);

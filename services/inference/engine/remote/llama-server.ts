@@ -87,13 +87,14 @@ export class LlamaServerBackend implements Backend {
 
   /** Which adapters the replica has, matched by their directory (named after the adapter). */
   async readAdapters(replica: Replica): Promise<void> {
+    const listedAt = performance.now();
     const listed = (await callJson(`${replica.url}/lora-adapters`, { method: "GET" }, this.options())) as { id: number; path: string }[] | null;
     const seen = new Map<string, string>();
     for (const entry of listed ?? []) {
       const key = entry.path.split(/[\\/]/).at(-2);
       if (key) seen.set(key, String(entry.id));
     }
-    replica.syncAdapters(seen);
+    replica.syncAdapters(seen, listedAt);
   }
 
   async *generate(replica: Replica, adapter: AdapterRef | null, call: ChoiceCall, signal: AbortSignal): AsyncGenerator<Piece, ChoiceEnd> {

@@ -145,7 +145,7 @@ export class LlamaServerProcesses implements ReplicaProcesses {
     }
     // llama-server numbers adapters in the order of --lora.
     replica.adapters.clear();
-    keys.forEach((key, id) => replica.adapters.set(key, String(id)));
+    keys.forEach((key, id) => replica.markLoaded(key, String(id)));
     replica.up = true;
     replica.lastError = "";
     this.failures.delete(replica);

@@ -11,6 +11,8 @@ export class Replica {
   restarting: Promise<void> | null = null;
   /** Adapters loaded on the replica, least recently used first (key -> the name or id it knows them by). */
   readonly adapters = new Map<string, string>();
+  /** When this service last loaded each adapter (performance.now()), so a listing asked for before does not forget it. */
+  private readonly loadedAt = new Map<string, number>();
 
   constructor(
     /** Base URL, no trailing slash. */
@@ -21,11 +23,20 @@ export class Replica {
    * What the replica reports it has loaded (key -> its handle there): others are forgotten, new
    * ones count as least recently used.
    */
-  syncAdapters(reported: ReadonlyMap<string, string>): void {
-    const kept = [...this.adapters].filter(([key]) => reported.has(key));
+  syncAdapters(reported: ReadonlyMap<string, string>, listedAt: number): void {
+    // An adapter loaded after the listing was asked for is kept: the listing cannot show it yet.
+    const kept = [...this.adapters].filter(([key]) => reported.has(key) || (this.loadedAt.get(key) ?? -Infinity) > listedAt);
     this.adapters.clear();
     for (const [key, handle] of reported) if (!kept.some(([k]) => k === key)) this.adapters.set(key, handle);
-    for (const [key] of kept) this.adapters.set(key, reported.get(key) as string);
+    for (const [key, handle] of kept) this.adapters.set(key, reported.get(key) ?? handle);
+    for (const key of [...this.loadedAt.keys()]) if (!this.adapters.has(key)) this.loadedAt.delete(key);
+  }
+
+  /** Records an adapter this service has just loaded on the replica. */
+  markLoaded(key: string, handle: string): void {
+    this.adapters.delete(key);
+    this.adapters.set(key, handle);
+    this.loadedAt.set(key, performance.now());
   }
 
   /** Marks an adapter as just used (most recently used last). */

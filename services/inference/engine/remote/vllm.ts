@@ -52,8 +52,9 @@ export class VllmBackend implements Backend {
     await readText(replica.url, response);
     if (!response.ok) return false;
     // The adapters it has now: a restarted replica has lost those this service loaded.
+    const listedAt = performance.now();
     const list = (await callJson(`${replica.url}/v1/models`, { method: "GET" }, this.options())) as ModelList | null;
-    replica.syncAdapters(new Map((list?.data ?? []).filter((model) => model.parent && model.id).map((model) => [model.id as string, model.id as string])));
+    replica.syncAdapters(new Map((list?.data ?? []).filter((model) => model.parent && model.id).map((model) => [model.id as string, model.id as string])), listedAt);
     return true;
   }
 
@@ -88,7 +89,7 @@ export class VllmBackend implements Backend {
       // Loaded before (by an earlier run of this service, say): as good as loaded now.
       if (!(error instanceof ReplicaAnswered && /already been loaded/i.test(error.message))) throw error;
     }
-    replica.adapters.set(adapter.key, adapter.key);
+    replica.markLoaded(adapter.key, adapter.key);
     await this.unloadBeyondLimit(replica, adapter.key);
   }
 
