@@ -34,7 +34,6 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   const adapters = new AdapterFiles(config.dataDir, checkpoints);
   const wandbRunStates = new WandbRunStates(db);
   const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, artifacts, wandbRunStates });
-  await ensureIndexes([keys, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates]);
   // The local trainer process starts on first use (a job, or a base-model check), not here.
   const local =
     config.trainerUrls.length > 0
@@ -72,7 +71,7 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   const uploads = new ArtifactUploads(db, blobs, artifacts, views, registry, importCheckpoint);
   // Every record that names blobs: moved off GridFS once, and asked by the collector what it holds.
   const blobOwners = [artifacts, checkpoints, jobs, trajectoryLog, uploads];
-  await ensureIndexes([uploads]);
+  await ensureIndexes([keys, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates, uploads]);
   await migrateLegacyBlobs(db, blobs, blobOwners, log.child({ component: "blobs" }));
   const blobCollector = new BlobCollector(blobs, blobOwners, config.blobGraceMs, log.child({ component: "blobs" }));
   const wandb = new WandbApi({

@@ -19,17 +19,9 @@ export async function* limitedBody(req: IncomingMessage | Http2ServerRequest, li
   }
 }
 
-/** `keep: false` reads the body through (up to the limit) and keeps none of it: an empty Buffer. */
-export async function readBody(req: IncomingMessage | Http2ServerRequest, limit: number, options: { keep?: boolean } = {}): Promise<Buffer> {
-  const keep = options.keep ?? true;
-  const declared = Number(req.headers["content-length"] ?? NaN);
-  if (declared > limit) throw new BodyTooLarge(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`);
+/** The whole body, within the limit. */
+export async function readBody(req: IncomingMessage | Http2ServerRequest, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new BodyTooLarge(`request body exceeds the limit of ${limit} bytes`);
-    if (keep) chunks.push(chunk);
-  }
+  for await (const chunk of limitedBody(req, limit)) chunks.push(chunk);
   return Buffer.concat(chunks);
 }

@@ -1,7 +1,7 @@
 // Hashes content as it passes (SHA-256 names the blob, MD5 is W&B's file digest) and stops it at a
 // size limit, for both blob stores; and checks a stored blob's bytes against its name on the way out.
 import { createHash, type Hash } from "node:crypto";
-import { Transform, type TransformCallback } from "node:stream";
+import { type Readable, Transform, type TransformCallback } from "node:stream";
 import { BlobDigestMismatch, BlobTooLarge, type BlobWriteOptions, type StoredBlob } from "./blob-store.js";
 
 export class DigestingStream extends Transform {
@@ -59,4 +59,12 @@ export class VerifyingStream extends Transform {
     if (this.bytes !== this.size || actual !== this.sha256) done(new Error(`blob ${this.sha256} is damaged in the blob store: ${this.bytes} bytes hashing to ${actual}`));
     else done();
   }
+}
+
+/** A stored blob's bytes as read from the store, checked on the way out (each store's `open`). */
+export function verified(source: Readable, sha256: string, size: number): Readable {
+  const verifying = new VerifyingStream(sha256, size);
+  source.once("error", (error) => verifying.destroy(error));
+  verifying.once("close", () => source.destroy());
+  return source.pipe(verifying);
 }

@@ -7,7 +7,7 @@ import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { contentStream, isBlobName, type BlobStore, type BlobWriteOptions, type ListedBlob, type OpenedBlob, type StoredBlob } from "./blob-store.js";
-import { checkExpected, DigestingStream, VerifyingStream } from "./digesting.js";
+import { checkExpected, DigestingStream, verified } from "./digesting.js";
 
 export class LocalBlobStore implements BlobStore {
   readonly description: string;
@@ -54,11 +54,7 @@ export class LocalBlobStore implements BlobStore {
     try {
       // The open file stays readable even when the collector unlinks it meanwhile.
       const { size } = await handle.stat();
-      const verifying = new VerifyingStream(sha256, size);
-      const file = handle.createReadStream({ highWaterMark: 1 << 20 });
-      file.once("error", (error) => verifying.destroy(error));
-      verifying.once("close", () => file.destroy());
-      return { size, stream: file.pipe(verifying) };
+      return { size, stream: verified(handle.createReadStream({ highWaterMark: 1 << 20 }), sha256, size) };
     } catch (error) {
       await handle.close();
       throw error;

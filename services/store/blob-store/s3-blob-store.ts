@@ -38,7 +38,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { contentStream, isBlobName, type BlobStore, type BlobWriteOptions, type ListedBlob, type OpenedBlob, type StoredBlob } from "./blob-store.js";
-import { checkExpected, DigestingStream, VerifyingStream } from "./digesting.js";
+import { checkExpected, DigestingStream, verified } from "./digesting.js";
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -174,10 +174,7 @@ export class S3BlobStore implements BlobStore {
       throw new Error(`the S3 client returned a ${body === undefined ? "missing" : typeof body} body for blob ${sha256}, not a Node stream`);
     }
     const size = response.ContentLength ?? 0;
-    const verifying = new VerifyingStream(sha256, size);
-    body.once("error", (error) => verifying.destroy(error));
-    verifying.once("close", () => body.destroy());
-    return { size, stream: body.pipe(verifying) };
+    return { size, stream: verified(body, sha256, size) };
   }
 
   async stat(sha256: string): Promise<ListedBlob | null> {
