@@ -1,5 +1,9 @@
-// The web console's production build (console/dist), served at `/`: files by path, and
-// index.html for every other page address (client-side routes). API paths never reach here.
+// The web console's production build (console/dist), served at `/`: its files by path, and
+// index.html at `/` (the console routes by `#/...`) and for a browser's page navigation to any
+// other extension-less path (the run and project links the wandb SDK prints land on the console).
+// Every other request is the API's: an unknown path gets its JSON 404, never the console's HTML
+// (clients probing an API path, such as weave's `/traces/server_info` or lm-eval's
+// `/tokenizer_info`, would read a 200 page as an answer; they do not ask for text/html).
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { extname, join, normalize, sep } from "node:path";
@@ -32,8 +36,9 @@ export async function serveConsole(req: Request, res: Response): Promise<boolean
   if (decoded === null || decoded.includes("\0")) return false;
   const wanted = normalize(join(DIST, decoded));
   if (!wanted.startsWith(DIST.endsWith(sep) ? DIST : DIST + sep)) return false;
-  const file = (await isFile(wanted)) ? wanted : extname(path) === "" ? join(DIST, "index.html") : null;
-  if (!file || !(await isFile(file))) return false;
+  const page = path === "/" || (extname(path) === "" && asksForHtml(req.headers.accept));
+  const file = (await isFile(wanted)) ? wanted : page ? join(DIST, "index.html") : wanted;
+  if (!(await isFile(file))) return false;
   const immutable = file.includes(`${sep}assets${sep}`);
   res.writeHead(200, {
     "content-type": TYPES[extname(file)] ?? "application/octet-stream",
@@ -48,6 +53,11 @@ export async function serveConsole(req: Request, res: Response): Promise<boolean
     stream.pipe(res as NodeJS.WritableStream);
   }
   return true;
+}
+
+/** A browser navigating to a page lists text/html in Accept; API clients do not. */
+function asksForHtml(accept: string | undefined): boolean {
+  return accept !== undefined && /(^|,)\s*text\/html\s*(;|,|$)/i.test(accept);
 }
 
 async function isFile(path: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 // The REST surface beyond single operations: routing answers, content types, headers clients send.
 import { beforeAll, describe, expect, it } from "vitest";
-import { rest } from "../support/clients.js";
+import { baseUrl, rest } from "../support/clients.js";
 import { createKey, uniqueEntity } from "../support/keys.js";
 
 let key = "";
@@ -14,6 +14,30 @@ describe("REST routing", () => {
     const wrongVerb = await rest("PUT", "/v1/preview/models");
     expect(wrongVerb).toMatchObject({ status: 405, body: { detail: "Method Not Allowed" } });
     expect(wrongVerb.headers.get("allow")).toBe("POST, GET");
+  });
+
+  it("serves the console at /, its own files and browser page loads: every other request to an unknown path gets the API's JSON 404", async () => {
+    const page = await fetch(`${baseUrl()}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(await page.text()).toContain("<html");
+    // What clients probe at the service's root: weave's trace server (WANDB_BASE_URL/traces), vLLM's
+    // and lm-eval's tokenizer routes, W&B file paths, and any made-up page.
+    for (const path of ["/traces/server_info", "/tokenizer_info", "/some/page", "/models/abc", "/favicon-nope.ico"]) {
+      const res = await rest("GET", path);
+      expect(res.headers.get("content-type"), path).toBe("application/json");
+      expect(res, path).toMatchObject({ status: 404, body: { detail: "Not Found" } });
+    }
+    // A browser following a link the wandb SDK prints (a run's page) lands on the console.
+    const browser = await fetch(`${baseUrl()}/some-entity/some-project/runs/abc123`, { headers: { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" } });
+    expect(browser.status).toBe(200);
+    expect(browser.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    const client = await fetch(`${baseUrl()}/some-entity/some-project/runs/abc123`, { headers: { accept: "*/*" } });
+    expect(client.status).toBe(404);
+    // The W&B file routes answer in W&B's error shape.
+    const wandbFile = await rest("GET", "/wandb/files/junk");
+    expect(wandbFile.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(wandbFile).toMatchObject({ status: 404, body: { error: expect.stringContaining("invalid") } });
   });
 
   it("ignores the headers the OpenAI-based clients add", async () => {
