@@ -8,8 +8,9 @@
 # .cache/llama-binaries.json says which and why), the embedded database, the S3-compatible server
 # the blob-store tests run against (versitygw, .tools/bin), the trainer's Python
 # environment (PyTorch etc., cached outside the clone, linked from .cache/trainer-venv), the ART
-# client's overlay on it for the wandb / ART tests (linked from .cache/art-client-venv) and the
-# web console's build.
+# client's overlay on it for the wandb / ART tests (linked from .cache/art-client-venv), the other
+# client environments of that test matrix (wandb 0.28.0; ART 0.5.23 with wandb 0.31.0 on the newest
+# Python >= 3.12 found: .cache/clients/) and the web console's build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +52,8 @@ phase "embedded database" bash scripts/install-ferretdb.sh
 phase "S3-compatible test server" bash scripts/install-s3-server.sh
 phase "trainer environment" bash scripts/install-trainer.sh
 phase "ART client environment" bash scripts/install-art-client.sh
+phase "wandb 0.28.0 client environment" bash scripts/install-client-env.sh wandb-0.28.0
+phase "ART 0.5.23 client environment" bash scripts/install-client-env.sh art-0.5.23
 # The web console's production build, served by the gateway at `/`.
 phase "web console" npx --no-install vite build --config console/vite.config.ts --logLevel warn
 echo "install: done in $((SECONDS - install_started)) s"

@@ -1,14 +1,14 @@
 // Reads the test reports and prints the one line CI reads, over all of them:
 //   tests: N passed, M failed
 // and exits non-zero when anything failed or nothing ran.
-//   node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml test-results/pytest-wandb.xml
+//   node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml test-results/pytest-art-0.5.18.xml ...
 // Every report given counts (any number of them). A *.json argument is vitest's JSON report (files
 // that failed to load count as failures); a *.xml argument is a JUnit XML report (pytest
 // --junitxml): failures + errors failed, skipped tests count as neither. A report that is missing
 // or unreadable counts as 1 failure.
 import { readFileSync } from "node:fs";
 
-const files = process.argv.length > 2 ? process.argv.slice(2) : ["test-results/vitest.json", "test-results/pytest.xml", "test-results/pytest-wandb.xml"];
+const files = process.argv.length > 2 ? process.argv.slice(2) : ["test-results/vitest.json", "test-results/pytest.xml"];
 
 function vitest(text) {
   const report = JSON.parse(text);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: install, run the whole vitest suite (contract checks, unit and end-to-end tests against
-# a real server and database), then the trainer's pytest suite, then the wandb / ART client tests
-# (pytest in the ART client's environment against a server of their own), and end with one line
-# over all three: `tests: N passed, M failed`. Arguments go to vitest only.
+# a real server and database), then the trainer's pytest suite, then the wandb / ART client matrix
+# (pytest in each client's environment against a server of their own), and end with one line over
+# all of them: `tests: N passed, M failed`. Arguments go to vitest only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 test_started=$SECONDS
@@ -20,7 +20,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 mkdir -p test-results
-rm -f test-results/vitest.json test-results/pytest.xml test-results/pytest-wandb.xml
+rm -f test-results/vitest.json test-results/pytest*.xml
 phase_started=$SECONDS
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
 echo "test: vitest took $((SECONDS - phase_started)) s"
@@ -29,10 +29,24 @@ phase_started=$SECONDS
 trainer_python="${TRAINER_PYTHON:-.cache/trainer-venv/bin/python}"
 echo "test: pytest services/training/torch_trainer/tests with $trainer_python"
 "$trainer_python" -m pytest services/training/torch_trainer/tests -q --junitxml=test-results/pytest.xml
-# The real wandb SDK and ART client (scripts/install-art-client.sh: the trainer's environment plus
-# the client's packages) against the service: test/wandb/python/conftest.py starts its own server.
-art_python=".cache/art-client-venv/bin/python"
-echo "test: pytest test/wandb/python with $art_python"
-"$art_python" -m pytest test/wandb/python -q --junitxml=test-results/pytest-wandb.xml
+# The client matrix (test/wandb/python; conftest.py starts a server of its own for each run), one
+# pytest run per client environment: ART 0.5.18 with wandb 0.25.0 (scripts/install-art-client.sh,
+# on the trainer's environment), wandb 0.28.0 alone (the plain W&B script tests) and ART 0.5.23
+# with wandb 0.31.0 (scripts/install-client-env.sh: standalone, on the newest Python >= 3.12).
+client_reports=()
+client_tests() { # NAME PYTHON TESTS...
+  local name="$1" python="$2" missing=".cache/clients/$1.missing"
+  shift 2
+  if [ -f "$missing" ]; then
+    echo "test: NOT RUN: the $name client tests: $(cat "$missing")"
+    return
+  fi
+  echo "test: pytest $* with the $name client environment ($python)"
+  SRL_CLIENT_ENV="$name" "$python" -m pytest "$@" -q --junitxml="test-results/pytest-$name.xml"
+  client_reports+=("test-results/pytest-$name.xml")
+}
+client_tests art-0.5.18 .cache/art-client-venv/bin/python test/wandb/python
+client_tests wandb-0.28.0 .cache/clients/wandb-0.28.0/bin/python test/wandb/python/test_wandb_script.py test/wandb/python/test_wandb_reads.py test/wandb/python/test_wandb_artifact_sizes.py
+client_tests art-0.5.23 .cache/clients/art-0.5.23/bin/python test/wandb/python
 echo "test: pytest took $((SECONDS - phase_started)) s; install and tests $((SECONDS - test_started)) s in all"
-node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml test-results/pytest-wandb.xml
+node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml "${client_reports[@]}"

@@ -8,18 +8,18 @@ venv_ready() {
   [ -f "$2" ] && [ "$(cat "$2" 2>/dev/null)" = "$3" ] && "$1/bin/python" -c '' >/dev/null 2>&1
 }
 
-# venv_fresh WHO VENV PYVER WHAT: removes an environment an earlier install left unfinished at VENV
-# (no completion stamp), says what it creates and creates VENV; exits with a hint when
-# `python3 -m venv` fails.
+# venv_fresh WHO VENV PYVER WHAT [PYTHON]: removes an environment an earlier install left
+# unfinished at VENV (no completion stamp), says what it creates and creates VENV with PYTHON
+# (python3 by default); exits with a hint when `PYTHON -m venv` fails.
 venv_fresh() {
-  local who="$1" venv="$2" pyver="$3" what="$4"
+  local who="$1" venv="$2" pyver="$3" what="$4" python="${5:-python3}"
   if [ -e "$venv" ]; then
     echo "$who: removing the unfinished environment at $venv (no completion stamp; an earlier install stopped part way)"
     rm -rf "$venv"
   fi
   echo "install: creating $what at $venv"
-  if ! python3 -m venv "$venv"; then
-    echo "$who: 'python3 -m venv' failed ($pyver); on Debian/Ubuntu install the python3-venv package" >&2
+  if ! "$python" -m venv "$venv"; then
+    echo "$who: '$python -m venv' failed ($pyver); on Debian/Ubuntu install the python3-venv package" >&2
     rm -rf "$venv"
     exit 1
   fi

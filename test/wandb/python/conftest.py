@@ -8,8 +8,10 @@ directory (nothing under ~/.config, ~/.netrc or ~/.cache/wandb). Every test has 
 (SIGALRM; `@pytest.mark.time_limit(seconds)`, default 120 s) after which the stacks of all
 threads are dumped and the test fails, so a client that retries forever cannot hang the run.
 
-Run with the ART client's environment (scripts/install-art-client.sh):
-    .cache/art-client-venv/bin/python -m pytest test/wandb/python -q
+Run with any client environment of the matrix (scripts/test.sh runs each):
+    .cache/art-client-venv/bin/python -m pytest test/wandb/python -q     # ART 0.5.18, wandb 0.25.0
+    .cache/clients/art-0.5.23/bin/python -m pytest test/wandb/python -q  # ART 0.5.23, wandb 0.31.0
+    .cache/clients/wandb-0.28.0/bin/python -m pytest test/wandb/python/test_wandb_*.py -q
 """
 
 from __future__ import annotations
@@ -332,11 +334,12 @@ class ArtTools:
 
         import art
 
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        # ART 0.5.20+ names a model's checkpoints and W&B run by its required `run_name` (`name`
+        # stays the serving alias); 0.5.18 has no such field.
+        naming = {"run_name": name} if "run_name" in art.TrainableModel.model_fields else {}
         model = art.TrainableModel(
-            name=f"{prefix}-{uuid.uuid4().hex[:8]}",
-            project=PROJECT,
-            base_model=base_model,
-            base_path=str(self.base_path),
+            name=name, project=PROJECT, base_model=base_model, base_path=str(self.base_path), **naming
         )
         await model.register(backend)
         return model
@@ -381,6 +384,18 @@ class ArtTools:
         choice = completion.choices[0]
         logprobs = [t.logprob for t in (choice.logprobs.content or [])] if choice.logprobs else []
         return choice.message.content or "", logprobs
+
+
+def art_version() -> tuple[int, ...]:
+    """The installed openpipe-art's version, as numbers."""
+    from importlib.metadata import version
+
+    return tuple(int(part) for part in version("openpipe-art").split(".")[:3])
+
+
+# torch, transformers and peft, for steps a user runs in their own script beside the client (loading
+# a pulled checkpoint): the trainer's environment has them, the ART 0.5.23 environment does not.
+TRAINER_PYTHON = REPO_ROOT / ".cache" / "trainer-venv" / "bin" / "python"
 
 
 @pytest.fixture

@@ -16,12 +16,11 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, ArtTools, WandbEnv
+from conftest import REPO_ROOT, TRAINER_PYTHON, ArtTools, WandbEnv
 
 SMOLLM2_GGUF = REPO_ROOT / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 PROMPT = "Write one short sentence about rivers."
@@ -53,12 +52,13 @@ def test_pulled_checkpoint_loads_with_peft_on_the_gguf_model(
     config = json.loads((directory / "adapter_config.json").read_text())
     assert config.get("peft_type") == "LORA", config
 
-    # transformers + peft in a fresh interpreter of the same environment, as a user's own script
-    # would: `import art` (0.5.18) replaces transformers.masking_utils._preprocess_mask_arguments
-    # with a wrapper whose signature transformers 5.24 no longer calls (TypeError: missing
-    # 'layer_idx' on the first forward), so no model can run in a process that imported art.
+    # transformers + peft in a fresh interpreter, as a user's own script would, in the trainer's
+    # environment (the ART 0.5.23 client's has no torch): `import art` (0.5.18) replaces
+    # transformers.masking_utils._preprocess_mask_arguments with a wrapper whose signature
+    # transformers 5.24 no longer calls (TypeError: missing 'layer_idx' on the first forward), so
+    # no model can run in a process that imported art.
     check = subprocess.run(
-        [sys.executable, "-c", PEFT_CHECK, str(SMOLLM2_GGUF), str(directory)],
+        [str(TRAINER_PYTHON), "-c", PEFT_CHECK, str(SMOLLM2_GGUF), str(directory)],
         capture_output=True,
         text=True,
         timeout=180,
