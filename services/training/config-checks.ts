@@ -7,8 +7,13 @@ import type { ExperimentalTrainingConfig, SftTrainingConfig } from "../../gen/sr
 import { badRequest } from "../core/errors.js";
 import { TrainingInputError } from "./trainer/api.js";
 import { checkKlReference, resolveLossFn } from "./trainer/rl/config.js";
+import { refuseUnsupportedRlSettings } from "./trainer/rl/refused-settings.js";
 
-export function checkRlConfig(config: ExperimentalTrainingConfig | undefined): void {
+/**
+ * quantizedBase: whether the model's base is quantized (precalculate_logprobs's default there),
+ * null when not known yet; the runner checks again with the trainer's answer.
+ */
+export function checkRlConfig(config: ExperimentalTrainingConfig | undefined, quantizedBase: boolean | null = null): void {
   if (!config) return;
   for (const [field, value] of [
     ["learning_rate", config.learningRate],
@@ -21,6 +26,7 @@ export function checkRlConfig(config: ExperimentalTrainingConfig | undefined): v
   try {
     checkKlReference(config.klPenaltyReferenceStep, config.klPenaltyStepLag);
     resolveLossFn(config.ppo, config.lossFn);
+    refuseUnsupportedRlSettings({ ...config, precalculateLogprobs: config.precalculateLogprobs ?? quantizedBase });
   } catch (error) {
     throw error instanceof TrainingInputError ? badRequest(error.message) : error;
   }

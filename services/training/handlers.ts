@@ -38,7 +38,7 @@ export function trainingHandlers(deps: TrainingDeps) {
       if (request.trajectoryGroups.length === 0) throw badRequest("trajectory_groups must not be empty");
       const body = sentJson(context, CreateTrainingJobRequestSchema, request);
       const experimentalConfig = (body.experimental_config ?? {}) as JsonObject;
-      checkRlConfig(request.experimentalConfig);
+      checkRlConfig(request.experimentalConfig, (await deps.trainability.of(model.base_model))?.quantized ?? null);
       checkKlReferenceName(request.experimentalConfig?.klRefAdapterPath, entity);
       await refuseOverJobLimit(jobs, entity, deps.maxJobsPerEntity ?? 0);
       const job = await jobs.createRl({ entity, modelId: model._id, groups: body.trajectory_groups as JsonObject[], experimentalConfig });

@@ -14,11 +14,13 @@ export interface TrainingJobInput {
   referenceAdapter?: InputAdapter | null;
   /** RL: the trajectory groups exactly as the client sent them (ART JSON shapes). */
   groups?: JsonObject[];
+  /** RL: the model being trained; captured exchanges of other models (a judge's) are left out. */
+  trainedModel?: { entity: string; project: string; name: string };
   /** RL: experimental_config as sent (nulls mean defaults; unknown keys ignored). */
   experimentalConfig?: JsonObject;
   /** SFT: one row per conversation, `{"messages": [...], "tools"?: [...]}` (train.jsonl lines). */
   sftRows?: JsonObject[];
-  /** SFT: `{"batch_size"?: int | "auto", "learning_rate"?: number | number[], "lora_config"?: {...}}`. */
+  /** SFT: `{"batch_size"?: int | "auto", "learning_rate"?: number | number[], "assistant_turns"?: "all" | "last", "lora_config"?: {...}}`. */
   sftConfig?: JsonObject;
   /** Seeds the row order and a fresh LoRA's initialisation: the same data trains the same way. */
   seed?: number;

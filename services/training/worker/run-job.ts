@@ -15,6 +15,7 @@ import { parseTrainJsonl, readSftRows } from "../sft-data.js";
 import { TrainingInputError, type InputAdapter, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
 import { TrainerLostError } from "../trainer/engine/trainer-client.js";
 import { AdapterCheckError, adapterBaseOf, checkAdapterFiles } from "../../weights/index.js";
+import { gradientStepRow, metricLoggingOf } from "./metric-logging.js";
 
 export interface WorkerDeps {
   jobs: TrainingJobs;
@@ -70,7 +71,11 @@ export async function runJob(deps: WorkerDeps, job: TrainingJobRecord, options: 
       return;
     }
     const step = checkpoint.step;
-    await deps.runs.append(checkpoint.runId, checkpoint.metricsStep, "train", prefixTrain(checkpoint.metrics));
+    const logging = metricLoggingOf(JSON.parse(job.config_json) as JsonObject);
+    if (logging.gradientSteps) {
+      for (const [index, metrics] of checkpoint.gradientSteps.entries()) await deps.runs.append(checkpoint.runId, logging.step(step), "sft", gradientStepRow(index + 1, metrics));
+    }
+    if (logging.averages) await deps.runs.append(checkpoint.runId, logging.step(step), "train", prefixTrain(checkpoint.metrics));
     await events.append(job._id, "training_ended", { step });
     log.info("training job succeeded", { job_id: job._id, model_id: job.model_id, step, seconds: Math.round((performance.now() - started) / 100) / 10 });
   } catch (error) {
@@ -109,15 +114,14 @@ async function train(
   deps: WorkerDeps,
   job: TrainingJobRecord,
   signal: AbortSignal,
-): Promise<{ id: string; step: number; created: boolean; runId: string; metrics: Record<string, number>; metricsStep: number }> {
+): Promise<{ id: string; step: number; created: boolean; runId: string; metrics: Record<string, number>; gradientSteps: Record<string, number>[] }> {
   const { registry, catalog, checkpoints, events } = deps;
   const model = await registry.get(job.model_id);
   if (!model) throw new TrainingInputError(`model ${job.model_id} no longer exists`);
   // A previous attempt that got as far as writing the checkpoint: finish with it, never a second one.
   const done = await checkpoints.ofJob(model._id, job._id);
   const config = JSON.parse(job.config_json) as JsonObject;
-  const metricsStep = (step: number) => metricLoggingStep(config) ?? step;
-  if (done) return { id: done._id, step: done.step, created: false, runId: model.run_id, metrics: done.metrics, metricsStep: metricsStep(done.step) };
+  if (done) return { id: done._id, step: done.step, created: false, runId: model.run_id, metrics: done.metrics, gradientSteps: [] };
 
   const base = catalog.get(model.base_model);
   if (!base) throw new TrainingInputError(`base model ${model.base_model} is no longer offered by this deployment`);
@@ -136,7 +140,8 @@ async function train(
   if (job.type === "rl") {
     const kl = await resolveKlReference(deps, model, latest?.step ?? 0, config);
     const reference = kl.reference ? await deps.adapters.read(kl.reference) : null;
-    input = { ...common, kind: "rl", groups: await deps.jobs.inputOf(job), experimentalConfig: kl.config, referenceAdapter: reference ? inputAdapter(reference) : null };
+    const trainedModel = { entity: model.entity, project: model.project, name: model.name };
+    input = { ...common, kind: "rl", groups: await deps.jobs.inputOf(job), trainedModel, experimentalConfig: kl.config, referenceAdapter: reference ? inputAdapter(reference) : null };
   } else {
     input = { ...common, kind: "sft", sftRows: await sftRows(deps, job), sftConfig: (config.config ?? {}) as JsonObject };
   }
@@ -144,6 +149,7 @@ async function train(
   const alreadyStarted = await events.hasStarted(job._id);
   // Progress arrives as callbacks; the appends are chained so events keep their order and all
   // are written before the terminal one.
+  const gradientSteps: Record<string, number>[] = [];
   let appended: Promise<unknown> = Promise.resolve();
   const appendInOrder = (write: () => Promise<unknown>) => {
     appended = appended.then(write).catch((error: unknown) => deps.log.warn("could not append a progress event", { job_id: job._id, error }));
@@ -152,7 +158,10 @@ async function train(
     started: (numSequences) => {
       if (!alreadyStarted) appendInOrder(() => events.append(job._id, "training_started", { num_sequences: numSequences }));
     },
-    step: (metrics) => appendInOrder(() => events.append(job._id, "gradient_step", numericOnly(metrics))),
+    step: (metrics) => {
+      gradientSteps.push(numericOnly(metrics));
+      appendInOrder(() => events.append(job._id, "gradient_step", numericOnly(metrics)));
+    },
   };
   const result = await deps.train(input, progress, signal);
   await appended;
@@ -162,7 +171,7 @@ async function train(
   const checkpoint = await checkpoints.create(model._id, step, result.metrics, adapter, job._id);
   // Served (and continued from) at once: keep the bytes here rather than read them back.
   if (adapter) await deps.adapters.remember(checkpoint, adapter).catch((error: unknown) => deps.log.warn("could not cache the new adapter", { job_id: job._id, error }));
-  return { id: checkpoint._id, step, created: true, runId: model.run_id, metrics: result.metrics, metricsStep: metricsStep(step) };
+  return { id: checkpoint._id, step, created: true, runId: model.run_id, metrics: result.metrics, gradientSteps };
 }
 
 /** The adapter to continue from: PEFT's files when the checkpoint has them (exact f32, the
@@ -205,12 +214,6 @@ async function sftRows(deps: WorkerDeps, job: TrainingJobRecord): Promise<JsonOb
   });
   if (!response.ok) throw new TrainingInputError(`could not download ${url}: HTTP ${response.status}`);
   return parseTrainJsonl(await response.text());
-}
-
-function metricLoggingStep(config: JsonObject): number | undefined {
-  const logging = (config.config as JsonObject | undefined)?.metric_logging as JsonObject | undefined;
-  const target = logging?.enabled !== false ? logging?.target_training_step : undefined;
-  return typeof target === "number" && Number.isInteger(target) ? target : undefined;
 }
 
 function prefixTrain(metrics: Record<string, number>): Record<string, number> {

@@ -57,6 +57,9 @@ class Trainer:
                 raise InputError(f"optimizer step {k + 1} names a row beyond the {len(job.rows)} sent")
             if not math.isfinite(step.learning_rate) or step.learning_rate < 0:
                 raise InputError(f"optimizer step {k + 1} has learning rate {step.learning_rate}")
+        if self.spec.WhichOneof("loss") == "rl" and self.spec.rl.truncated_importance_sampling and not self.spec.rl.precalculate_logprobs:
+            # ART 0.5.23 applies it to recomputed-over-sampler ratios only (art/loss.py).
+            raise InputError("truncated_importance_sampling needs precalculate_logprobs")
 
     def _check(self) -> None:
         if self.cancelled.is_set():

@@ -24,6 +24,10 @@ Reduction = Literal["row-mean", "token-mean"]
 
 # Added to Σm in every mean, as ART's Unsloth loss does (spec §4.2 step 12).
 _EPS = 1e-18
+# ART 0.5.23 (art/loss.py loss_fn) bounds log ρ before exp: ±10 in float16 (exp(20) overflows
+# there), ±20 otherwise, for the token and the sequence ratio alike.
+_LOG_RATIO_BOUND = 20.0
+_LOG_RATIO_BOUND_FP16 = 10.0
 
 
 @dataclass(frozen=True)
@@ -98,8 +102,9 @@ def rl_loss(
     adv = _where_on(on, advantages, 0.0)
     w = _where_on(on, weights, 0.0)
 
-    # Step 2: a missing (or untrained) old log-prob is sg(new): ratio 1, no IS effect.
-    old = _present_or(on, old_logprobs, sg_new)
+    # Step 2: a missing, non-finite (ART 0.5.23: ~isfinite) or untrained old log-prob is sg(new):
+    # ratio 1, no IS effect.
+    old = _finite_or(on, old_logprobs, sg_new)
     # Step 3.
     delta = new - old
     # Steps 4-7.
@@ -124,9 +129,13 @@ def rl_loss(
         per_token = -torch.minimum(rho * adv, rho.clamp(lo, hi) * adv)
     else:
         per_token = -rho.detach().clamp(lo, hi) * adv * new
-    # Step 11: truncated importance sampling, a constant factor.
+    # Step 11: truncated importance sampling, a constant factor: recomputed-old over sampler. ART
+    # 0.5.23 applies it only with the sampler's log-probs kept (precalculate_logprobs) and skips it
+    # otherwise; the service refuses that combination (rl/config.ts), so here it cannot be asked.
     if config.truncated_importance_sampling:
-        q = torch.exp(old - _present_or(on, original_logprobs, sg_new)) if original_logprobs is not None else rho
+        if original_logprobs is None:
+            raise ValueError("truncated_importance_sampling needs the sampler's log-probs (precalculate_logprobs)")
+        q = torch.exp(old - _present_or(on, original_logprobs, sg_new))
         per_token = per_token * q.detach().clamp(max=config.truncated_importance_sampling)
 
     # Step 12: ℓ·w·m, then the reduction.
@@ -152,18 +161,20 @@ def sft_loss(new_logprobs: torch.Tensor, mask: torch.Tensor, num_label_tokens: i
 def _importance_ratio(delta: torch.Tensor, m: torch.Tensor, rows: _Rows, config: RlLossConfig) -> torch.Tensor:
     """Spec §4.2 steps 4, 6, 7: ρ per position (differentiable through δ)."""
     level = config.importance_sampling_level
+    bound = _LOG_RATIO_BOUND_FP16 if delta.dtype == torch.float16 else _LOG_RATIO_BOUND
+    token_ratio = torch.exp(delta.clamp(-bound, bound))
     if level == "token":
-        rho = torch.exp(delta)
+        rho = token_ratio
     else:
         # s = exp(mean δ over the row's trainable positions); the gradient flows through the mean.
-        seq_per_row = torch.exp(rows.sum(delta * m) / rows.count.clamp(min=1.0))
+        seq_per_row = torch.exp((rows.sum(delta * m) / rows.count.clamp(min=1.0)).clamp(-bound, bound))
         s = seq_per_row[rows.ids]
         if level == "sequence":
             rho = s
         elif level == "average":
-            rho = (torch.exp(delta) + s) * 0.5
+            rho = (token_ratio + s) * 0.5
         elif level == "geometric_average":
-            rho = torch.sqrt(torch.exp(delta)) * torch.sqrt(s)
+            rho = torch.sqrt(token_ratio) * torch.sqrt(s)
         else:
             raise ValueError(f"unknown importance_sampling_level {level!r}")
     # Step 6: clamps every token, whatever the sign of A (spec §12.5).
@@ -189,6 +200,11 @@ def _reduce(x: torch.Tensor, m: torch.Tensor, rows: _Rows, reduction: Reduction)
 def _where_on(on: torch.Tensor, x: torch.Tensor, fill: float) -> torch.Tensor:
     """x on trained positions, `fill` elsewhere (before any arithmetic touches x)."""
     return torch.where(on, x, torch.full_like(x, fill))
+
+
+def _finite_or(on: torch.Tensor, x: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:
+    """x where trained and finite, else `fallback` (ART 0.5.23: a non-finite old log-prob is sg(new))."""
+    return torch.where(on & torch.isfinite(x), x, fallback)
 
 
 def _present_or(on: torch.Tensor, x: Optional[torch.Tensor], fallback: torch.Tensor) -> torch.Tensor:

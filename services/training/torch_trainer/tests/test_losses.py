@@ -82,8 +82,16 @@ def _present(v: Optional[float]) -> bool:
     return v is not None and not math.isnan(v)
 
 
+def _finite(v: Optional[float]) -> bool:
+    return v is not None and math.isfinite(v)
+
+
 def _clip(x: float, lo: float, hi: float) -> float:
     return min(max(x, lo), hi)
+
+
+# ART 0.5.23 bounds log ρ at ±20 before exp (float32/64).
+LOG_RATIO_BOUND = 20.0
 
 
 def reference_loss(x: Inputs, c: RlLossConfig, reduction: Reduction = "row-mean") -> RefResult:
@@ -96,16 +104,17 @@ def reference_loss(x: Inputs, c: RlLossConfig, reduction: Reduction = "row-mean"
         m = x.mask[r]
         n = len(lp_new)
         count = sum(m)
-        # Step 2 (and untrained positions, which cannot affect the loss).
-        old = [x.old[r][t] if m[t] > 0 and _present(x.old[r][t]) else lp_sg[t] for t in range(n)]
+        # Step 2 (and untrained positions, which cannot affect the loss): a missing or non-finite
+        # old log-prob is sg(new).
+        old = [x.old[r][t] if m[t] > 0 and _finite(x.old[r][t]) else lp_sg[t] for t in range(n)]
 
         def rho_of(lp: Sequence[float]) -> list[float]:
             # Steps 3-7.
             d = [lp[t] - old[t] for t in range(n)]
-            s = math.exp(sum(d[t] * m[t] for t in range(n)) / count if count > 0 else 0.0)
+            s = math.exp(_clip(sum(d[t] * m[t] for t in range(n)) / count if count > 0 else 0.0, -LOG_RATIO_BOUND, LOG_RATIO_BOUND))
             out = []
             for dt in d:
-                rt = math.exp(dt)
+                rt = math.exp(_clip(dt, -LOG_RATIO_BOUND, LOG_RATIO_BOUND))
                 rho = {"token": rt, "sequence": s, "average": (rt + s) / 2, "geometric_average": math.sqrt(rt) * math.sqrt(s)}[
                     c.importance_sampling_level
                 ]
@@ -134,13 +143,10 @@ def reference_loss(x: Inputs, c: RlLossConfig, reduction: Reduction = "row-mean"
                 loss_t = -min(rho[t] * adv[t], _clip(rho[t], lo, hi) * adv[t])
             else:
                 loss_t = -_clip(rho_sg[t], lo, hi) * adv[t] * lp_new[t]
-            # Step 11.
-            if c.truncated_importance_sampling:
-                if x.original is not None:
-                    orig = x.original[r][t]
-                    q = math.exp(old[t] - (orig if m[t] > 0 and _present(orig) else lp_sg[t]))
-                else:
-                    q = rho_sg[t]
+            # Step 11 (ART 0.5.23: only with the sampler's log-probs kept as `original`).
+            if c.truncated_importance_sampling and x.original is not None:
+                orig = x.original[r][t]
+                q = math.exp(old[t] - (orig if m[t] > 0 and _present(orig) else lp_sg[t]))
                 loss_t *= min(q, c.truncated_importance_sampling)
             # Step 12.
             total += loss_t * x.weights[r] * m[t]
@@ -306,8 +312,6 @@ VALUE_CASES = [
     ),
     # A_t = 2 - 0.5·δ_t = [1.9, 2.25]
     Case("kimi_k2_tau 0.5", replace(CISPO, kimi_k2_tau=0.5), 2.5250266046055865),
-    # ℓ·sg(min(ρ, 1)): (2.4428055·1 + 2.4261226·0.6065307) / 2
-    Case("truncated_importance_sampling 1", replace(CISPO, truncated_importance_sampling=1.0), 1.9571616405030545),
     # orig = [-, -1.0, -1.4]: q = [e^-0.2, e^-0.1] -> min(q, 0.85) = [0.8187308, 0.85]
     Case(
         "truncated_importance_sampling with precalculated logprobs",
@@ -333,6 +337,11 @@ VALUE_CASES = [
     ),
     # old1 missing -> sg(new): ρ1 = 1
     Case("missing old logprob", CISPO, 2.213061319425267, inputs=replace(BASE, old=[[None, None, -1.5]])),
+    # ART 0.5.23: a non-finite old log-prob is missing too (ρ1 = 1), not a ratio of 0 or inf.
+    Case("infinite old logprob", CISPO, 2.213061319425267, inputs=replace(BASE, old=[[None, -math.inf, -1.5]])),
+    # δ1 = -1 - (-40) = 39 is bounded at 20: PPO, A = -2: ℓ1 = -min(-2·e^20, -2·1.2) = 2·e^20;
+    # ℓ2 = 1.6 (as in "ppo token, negative advantage"); / 2
+    Case("log ratio bounded at 20", PPO, (2 * math.exp(20.0) + 1.6) / 2, inputs=replace(BASE, old=[[None, -40.0, -1.5]], advantages=[-2.0])),
     # w = 0.5 halves the base case
     Case("token weight", CISPO, 1.2172320387927185, inputs=replace(BASE, weights=[0.5])),
     # row-mean: (4.8689281 / 2 + (-0.9160521) / 1) / 2
@@ -367,6 +376,12 @@ def test_entropy_metric_is_the_weighted_masked_mean() -> None:
     result, _ = run(flatten(x), CISPO)
     assert result.entropy is not None and close(result.entropy.item(), 1.0)
     assert not result.entropy.requires_grad
+
+
+def test_truncated_importance_sampling_needs_the_samplers_logprobs() -> None:
+    # ART 0.5.23 skips it without them; the service refuses that combination, so the loss says so.
+    with pytest.raises(ValueError, match="precalculate_logprobs"):
+        run(flatten(BASE), replace(CISPO, truncated_importance_sampling=1.0))
 
 
 def test_non_finite_values_on_untrained_positions() -> None:
@@ -438,7 +453,7 @@ GRAD_CASES: list[tuple[str, RlLossConfig, Inputs]] = [
     ),
     ("cispo kimi_k2_tau", replace(CISPO, kimi_k2_tau=0.7), X),
     ("ppo kimi_k2_tau", replace(PPO, kimi_k2_tau=0.7), X),
-    ("ppo truncated_importance_sampling", replace(PPO, truncated_importance_sampling=1.1), X),
+    ("ppo truncated_importance_sampling", replace(PPO, truncated_importance_sampling=1.1), replace(X, original=X_ORIGINAL)),
     (
         "cispo truncated IS with precalculated logprobs",
         replace(CISPO, truncated_importance_sampling=1.05),

@@ -50,3 +50,29 @@ def test_packed_logprobs_equal_each_row_alone(model: LlamaForCausalLM, budget: i
                 np.testing.assert_allclose(lp[start : start + len(where)].numpy(), alone[r], atol=2e-5)
                 start += len(where)
             assert torch.all(entropy >= 0)
+
+
+def test_logits_chunk_from_the_job_sets_how_many_positions_are_projected_at_once(model: LlamaForCausalLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ART's logprob_calculation_chunk_size reaches the trainer as ResourceHints.logits_chunk_tokens:
+    # it changes how the log-softmax is computed (chunks of that many positions), not its values.
+    from srl_trainer import forward, proto
+    from srl_trainer.resources import from_hints
+
+    pb, _ = proto.load()
+    assert from_hints(pb.ResourceHints(logits_chunk_tokens=4)).logits_chunk_tokens == 4
+    tokens = {0: np.arange(1, 12) % 50}
+    scored = {0: np.ones(10, dtype=bool)}
+    pack = build_pack([[0]], tokens, scored, torch.device("cpu"))
+    calls: list[int] = []
+    original = forward._scored_logprobs
+
+    def counting(hidden: torch.Tensor, *args: object) -> tuple[torch.Tensor, torch.Tensor]:
+        calls.append(hidden.shape[0])
+        return original(hidden, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(forward, "_scored_logprobs", counting)
+    with torch.no_grad():
+        whole, _ = scored_logprobs(model, pack, 1024)
+        chunked, _ = scored_logprobs(model, pack, from_hints(pb.ResourceHints(logits_chunk_tokens=4)).logits_chunk_tokens)
+    assert calls == [10, 4, 4, 2]
+    assert torch.allclose(whole, chunked, atol=1e-6)

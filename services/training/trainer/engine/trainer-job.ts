@@ -33,6 +33,8 @@ export interface TrainerJob {
   steps: PreparedStep[];
   previousAdapter: InputAdapter | null;
   referenceAdapter: InputAdapter | null;
+  /** RL: ART's logprob_calculation_chunk_size, the positions whose log-softmax is computed at once (absent: the trainer's default). */
+  logitsChunkTokens?: number;
 }
 
 export interface TrainerProgress {

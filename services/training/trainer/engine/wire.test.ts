@@ -43,4 +43,25 @@ describe("the Train request stream", () => {
     expect(kinds[kinds.length - 1]).toBe("end");
     expect(kinds.lastIndexOf("file")).toBeLessThan(kinds.indexOf("rows"));
   });
+
+  it("sends an RL job's logprob_calculation_chunk_size as the trainer's logits chunk", () => {
+    const job: TrainerJob = {
+      jobId: "chunked",
+      baseModel: { name: "m", ggufPath: "/m.gguf", ggufSize: 1, source: "/m.gguf", trainWeights: "" },
+      lora: { rank: 8, alpha: 16, targetModules: [], seed: 1 },
+      loss: { kind: "sft" },
+      optimizer: { weightDecay: 0, maxGradNorm: 1, beta1: 0.9, beta2: 0.99, eps: 1e-8 },
+      rows: [],
+      steps: [],
+      previousAdapter: null,
+      referenceAdapter: null,
+    };
+    const specOf = (j: TrainerJob) => {
+      const first = jobRequests(j).next().value;
+      if (first?.case !== "spec") throw new Error("the stream must open with the spec");
+      return first.value;
+    };
+    expect(specOf({ ...job, logitsChunkTokens: 512 }).resources?.logitsChunkTokens).toBe(512);
+    expect(specOf(job).resources).toBeUndefined();
+  });
 });

@@ -40,6 +40,7 @@ export function* jobRequests(job: TrainerJob): Generator<RequestMessage> {
       optimizer: job.optimizer,
       steps: job.steps.map((s) => ({ rows: s.rows, learningRate: s.learningRate })),
       numRows: job.rows.length,
+      ...(job.logitsChunkTokens !== undefined ? { resources: { logitsChunkTokens: job.logitsChunkTokens } } : {}),
     }),
   };
   if (job.previousAdapter) yield* adapterChunks(job.previousAdapter, AdapterRole.PREVIOUS);

@@ -33,6 +33,13 @@ describe("groupAdvantages", () => {
     expect(groupAdvantages([1, 0, 0.5, 0.5], false)).toEqual([0.5, -0.5, 0, 0]);
     expect(groupAdvantages([3, 3], true)).toEqual([0, 0]);
   });
+
+  it("treats rewards within 1e-12 of each other as equal (ART 0.5.23's zero-variance test)", () => {
+    // Without the tolerance the 1e-13 spread would become advantages of ±(1e-13 / (5e-14 + 1e-6)).
+    expect(groupAdvantages([1, 1 + 1e-13], true)).toEqual([0, 0]);
+    expect(groupAdvantages([1, 1 + 1e-9], false)).not.toEqual([0, 0]);
+    expect(planRlRows([row(0, 0, 1), row(0, 1, 1)], [[1, 1 + 1e-13]], CONFIG).skip).toBe("no_trainable_rows");
+  });
 });
 
 // Groups: G0 rewards [1, 0, 0] with n = 1, 2, 3 tokens; G1 rewards [0, 4] with n = 2, 2.
@@ -87,8 +94,7 @@ describe("planRlRows", () => {
       expect(p.kept).toBe(true);
       expect(p.advantage).toBeCloseTo(advantages[i]!, 6);
       expect(p.weight).toBeCloseTo([2, 1, 2 / 3, 1, 1][i]!, 5);
-      expect(p.promptLength).toBe(2); // min(LCP 3, first logprob 3) - 1
-      expect(p.learningRateMultiplier).toBe(1);
+      expect(p.promptLength).toBe(2); // min(LCP 3, first trainable token 3) - 1
     });
     expect(rowMeanLoss(plan.rows)).toBeCloseTo(loss, 6);
   });
@@ -122,15 +128,18 @@ describe("planRlRows", () => {
     expect(planRlRows([long], [[1, 0]], CONFIG, 4096).seqLen).toBe(2048);
     expect(planRlRows([long], [[1, 0]], CONFIG, 12).rows[0]!.drop).toBe("too_long");
 
-    // The rows share [1, 2, 3, 4] (LCP 4) and the first logprob is at index 4: prompt length min(4, 4) - 1 = 3.
-    // Row 0's only trainable token (index 2, flag mode) lies inside that prompt, so the row is skipped.
-    const inPrompt: AdvantageRow = { tokens: [1, 2, 3, 4, 5], assistantMask: [false, false, true, false, false], oldLogprobs: [null, null, null, null, null], groupIndex: 0, trajectoryIndex: 0 };
+    // The rows share [1, 2, 3, 4] (LCP 4); the first trainable token is at index 3 (row 0, flag
+    // mode, no logprob). ART 0.5.23 reads the mask: prompt length min(4, 3) - 1 = 2, and row 0
+    // trains (with the first logprob, index 4, the prompt would have been 3 and row 0 skipped).
+    const inPrompt: AdvantageRow = { tokens: [1, 2, 3, 4, 5], assistantMask: [false, false, false, true, false], oldLogprobs: [null, null, null, null, null], groupIndex: 0, trajectoryIndex: 0 };
     const other: AdvantageRow = { tokens: [1, 2, 3, 4, 6], assistantMask: [false, false, false, false, true], oldLogprobs: [null, null, null, null, -1], groupIndex: 0, trajectoryIndex: 1 };
     const plan2 = planRlRows([inPrompt, other], [[1, 0]], { ...CONFIG, allowTrainingWithoutLogprobs: true });
     expect(plan2.rows.map((p) => [p.promptLength, p.drop])).toEqual([
-      [3, "no_trainable_tokens"],
-      [3, null],
+      [2, null],
+      [2, null],
     ]);
+    const empty: AdvantageRow = { ...other, assistantMask: [false, false, false, false, false], trajectoryIndex: 0 };
+    expect(planRlRows([empty, other], [[1, 0]], CONFIG).rows[0]!.drop).toBe("no_trainable_tokens");
   });
 
   it("skips the step without logprobs unless allowed, and when nothing is trainable", () => {
@@ -138,13 +147,5 @@ describe("planRlRows", () => {
     expect(planRlRows([bare(0), bare(1)], [[1, 0]], CONFIG).skip).toBe("no_logprobs");
     expect(planRlRows([bare(0), bare(1)], [[1, 0]], { ...CONFIG, allowTrainingWithoutLogprobs: true }).skip).toBeNull();
     expect(planRlRows([], [[1, 1]], CONFIG).skip).toBe("no_trainable_rows");
-  });
-
-  it("applies num_trajectories_learning_rate_multiplier_power (1 per row, 0 without a shared prompt)", () => {
-    expect(planRlRows([row(0, 0, 1), row(0, 1, 1)], [[1, 0]], { ...CONFIG, numTrajectoriesLearningRateMultiplierPower: 0.5 }).rows.map((p) => p.learningRateMultiplier)).toEqual([1, 1]);
-    const noPrompt = (t: number, first: number): AdvantageRow => ({ tokens: [first, 5], assistantMask: [false, true], oldLogprobs: [null, -1], groupIndex: 0, trajectoryIndex: t });
-    // LCP 0 -> prompt length 0 -> (1 - 1) ^ p
-    expect(planRlRows([noPrompt(0, 1), noPrompt(1, 2)], [[1, 0]], { ...CONFIG, numTrajectoriesLearningRateMultiplierPower: 0.5 }).rows.map((p) => p.learningRateMultiplier)).toEqual([0, 0]);
-    expect(planRlRows([noPrompt(0, 1), noPrompt(1, 2)], [[1, 0]], CONFIG).rows.map((p) => p.learningRateMultiplier)).toEqual([1, 1]);
   });
 });

@@ -1,14 +1,25 @@
 // Spec §3 and the numeric parts of §2.2-2.3: group-relative advantages, per-trajectory token
 // weights, prompt lengths, length drops, and the batch normalisation over all kept rows
-// (weights to mean 1, advantage_balance, A / mean|A|·w), plus §3.4's learning-rate multiplier.
-// Plain float64 numbers; one value per row (each row is one tokenized history).
-import { TrainingInputError } from "../api.js";
+// (weights to mean 1, advantage_balance, A / mean|A|·w). Plain float64 numbers; one value per
+// row (each row is one tokenized history, so ART's §3.4 learning-rate factor is not applied:
+// ./refused-settings.ts).
 import type { RlConfig } from "./config.js";
 
-/** §3.1: A_i = r_i − μ, divided by (population σ + 1e-6) when scaleRewards. */
+/**
+ * ART 0.5.23 (art/utils/grpo.py rewards_have_zero_variance): a group whose rewards are all within
+ * 1e-12 of the first has no signal, so every advantage is 0 (it is not "trainable" either).
+ */
+export function rewardsHaveZeroVariance(rewards: readonly number[]): boolean {
+  if (rewards.length <= 1) return true;
+  const first = rewards[0]!;
+  return rewards.every((r) => Math.abs(r - first) <= 1e-12);
+}
+
+/** §3.1: A_i = r_i − μ, divided by (population σ + 1e-6) when scaleRewards; 0 without variance. */
 export function groupAdvantages(rewards: readonly number[], scaleRewards: boolean): number[] {
   const n = rewards.length;
   if (n === 0) return [];
+  if (rewardsHaveZeroVariance(rewards)) return rewards.map(() => 0);
   const mean = rewards.reduce((a, b) => a + b, 0) / n;
   const std = Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / n);
   return rewards.map((r) => (scaleRewards ? (r - mean) / (std + 1e-6) : r - mean));
@@ -43,8 +54,6 @@ export interface RowPlan {
   weight: number;
   /** The group's shared-prompt length (§2.2 step 3). */
   promptLength: number;
-  /** §3.4 factor for this row's optimizer step (learning_rate × factor); 1 unless p ≠ 0. */
-  learningRateMultiplier: number;
   trainableTokens: number;
 }
 
@@ -57,7 +66,7 @@ export interface RlPlan {
   counts: { keptRows: number; trainableTokens: number; droppedTooLong: number; droppedNoTrainableTokens: number; zeroAdvantageRows: number; groupsTrainable: number };
 }
 
-export type AdvantageConfig = Pick<RlConfig, "scaleRewards" | "advantageBalance" | "packedSequenceLength" | "allowTrainingWithoutLogprobs" | "numTrajectoriesLearningRateMultiplierPower">;
+export type AdvantageConfig = Pick<RlConfig, "scaleRewards" | "advantageBalance" | "packedSequenceLength" | "allowTrainingWithoutLogprobs">;
 
 /**
  * rows: every tokenized history of the call; groupRewards[g]: the rewards of group g's
@@ -70,7 +79,7 @@ export function planRlRows(rows: readonly AdvantageRow[], groupRewards: readonly
     const groupAdvantage = advantagesByGroup[row.groupIndex]?.[row.trajectoryIndex];
     if (groupAdvantage === undefined) throw new Error(`row of group ${row.groupIndex} trajectory ${row.trajectoryIndex} has no reward`);
     const trainableTokens = row.assistantMask.filter(Boolean).length;
-    return { kept: groupAdvantage !== 0, drop: groupAdvantage === 0 ? "zero_advantage" : null, groupAdvantage, advantage: 0, weight: 0, promptLength: 0, learningRateMultiplier: 1, trainableTokens };
+    return { kept: groupAdvantage !== 0, drop: groupAdvantage === 0 ? "zero_advantage" : null, groupAdvantage, advantage: 0, weight: 0, promptLength: 0, trainableTokens };
   });
   const live = (i: number) => plans[i]!.drop !== "zero_advantage";
 
@@ -80,11 +89,12 @@ export function planRlRows(rows: readonly AdvantageRow[], groupRewards: readonly
   rows.forEach((row, i) => live(i) && tokensByTrajectory.set(key(row), (tokensByTrajectory.get(key(row)) ?? 0) + plans[i]!.trainableTokens));
   const rawWeight = rows.map((row) => 1 / ((tokensByTrajectory.get(key(row)) ?? 0) + 1e-6));
 
-  // §2.2 step 3: prompt_length = max(min(LCP, first non-null logprob) − 1, 0) per group.
+  // §2.2 step 3: prompt_length = max(min(LCP, first trainable token) − 1, 0) per group (ART
+  // 0.5.23 tokenize_trajectory_groups: the mask, not the first logprob, marks the first target).
   const byGroup = new Map<number, number[]>();
   rows.forEach((row, i) => live(i) && byGroup.set(row.groupIndex, [...(byGroup.get(row.groupIndex) ?? []), i]));
   for (const members of byGroup.values()) {
-    const promptLength = Math.max(Math.min(commonPrefix(members.map((i) => rows[i]!.tokens)), firstLogprob(members.map((i) => rows[i]!.oldLogprobs))) - 1, 0);
+    const promptLength = Math.max(Math.min(commonPrefix(members.map((i) => rows[i]!.tokens)), firstTrainable(members.map((i) => rows[i]!.assistantMask))) - 1, 0);
     for (const i of members) plans[i]!.promptLength = promptLength;
   }
 
@@ -110,13 +120,6 @@ export function planRlRows(rows: readonly AdvantageRow[], groupRewards: readonly
   // ART divides unconditionally; with every advantage balanced away that is 0/0, so leave A = 0.
   if (meanAbs > 0) for (const { p } of kept) p.advantage /= meanAbs;
 
-  // §3.4: (completions in the row) ^ p; one result per row counts 1, or 0 without a shared prompt.
-  const power = config.numTrajectoriesLearningRateMultiplierPower;
-  for (const { p } of kept) {
-    p.learningRateMultiplier = Math.pow(p.promptLength > 0 ? 1 : 0, power);
-    if (!Number.isFinite(p.learningRateMultiplier)) throw new TrainingInputError(`num_trajectories_learning_rate_multiplier_power=${power} is negative and a row has no shared prompt (0 ** ${power})`);
-  }
-
   const hasLogprobs = kept.some(({ i }) => rows[i]!.oldLogprobs.some((v) => v !== null));
   return {
     rows: plans,
@@ -128,7 +131,7 @@ export function planRlRows(rows: readonly AdvantageRow[], groupRewards: readonly
       droppedTooLong: plans.filter((p) => p.drop === "too_long").length,
       droppedNoTrainableTokens: plans.filter((p) => p.drop === "no_trainable_tokens").length,
       zeroAdvantageRows: plans.filter((p) => p.drop === "zero_advantage").length,
-      groupsTrainable: groupRewards.filter((r) => r.length > 1 && new Set(r).size > 1).length,
+      groupsTrainable: groupRewards.filter((r) => !rewardsHaveZeroVariance(r)).length,
     },
   };
 }
@@ -144,12 +147,10 @@ function commonPrefix(sequences: readonly (readonly number[])[]): number {
   return n;
 }
 
-/** Smallest index of a non-null logprob over the rows (Infinity when none has one). */
-function firstLogprob(logprobs: readonly (readonly (number | null)[])[]): number {
-  let first = Infinity;
-  for (const row of logprobs) {
-    const i = row.findIndex((v) => v !== null);
-    if (i >= 0) first = Math.min(first, i);
-  }
-  return first;
+/** Smallest index of a trainable token over the rows (a row without one counts its length). */
+function firstTrainable(masks: readonly (readonly boolean[])[]): number {
+  return Math.min(...masks.map((mask) => {
+    const i = mask.indexOf(true);
+    return i >= 0 ? i : mask.length;
+  }));
 }

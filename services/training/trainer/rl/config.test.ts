@@ -22,13 +22,13 @@ describe("resolveRlConfig", () => {
       klPenaltySource: "current_learner",
       klPenaltyReferenceStep: null,
       klPenaltyStepLag: null,
-      numTrajectoriesLearningRateMultiplierPower: 0,
       logprobCalculationChunkSize: 1024,
       packedSequenceLength: null,
-      scaleLearningRateByRewardStdDev: false,
-      plotTensors: false,
     };
     expect(resolveRlConfig(undefined)).toEqual(expected);
+    // ART 0.5.23 sends these switches off by default: accepted.
+    const artDefaults = { scale_learning_rate_by_reward_std_dev: false, plot_tensors: false, num_trajectories_learning_rate_multiplier_power: 0, logprob_calculation_chunk_size: 1024, truncated_importance_sampling: null };
+    expect(resolveRlConfig(artDefaults)).toEqual(expected);
     const nulls = Object.fromEntries(["learning_rate", "loss_fn", "ppo", "epsilon", "epsilon_high", "scale_rewards", "normalize_advantages", "importance_sampling_level", "kimi_k2_tau", "kl_penalty_source"].map((k) => [k, null]));
     expect(resolveRlConfig({ ...nulls, some_future_key: { x: 1 } })).toEqual(expected);
   });
@@ -76,5 +76,27 @@ describe("resolveRlConfig", () => {
     bad({ kl_penalty_reference_step: 2, kl_penalty_step_lag: 1 }, /exclude each other/);
     bad({ kl_penalty_step_lag: 0 }, /kl_penalty_step_lag/);
     bad({ packed_sequence_length: 1000 }, /divisible by logprob_calculation_chunk_size/);
+  });
+
+  it("refuses, naming the field, what ART 0.5.23's backends do not honour", () => {
+    const refused = (sent: Record<string, unknown>, pattern: RegExp, quantizedBase?: boolean) => {
+      expect(() => resolveRlConfig(sent as never, { quantizedBase })).toThrow(TrainingInputError);
+      expect(() => resolveRlConfig(sent as never, { quantizedBase })).toThrow(pattern);
+    };
+    refused({ scale_learning_rate_by_reward_std_dev: true }, /^experimental_config\.scale_learning_rate_by_reward_std_dev: not supported/);
+    refused({ plot_tensors: true }, /^experimental_config\.plot_tensors: not supported/);
+    refused({ num_trajectories_learning_rate_multiplier_power: 0.5 }, /^experimental_config\.num_trajectories_learning_rate_multiplier_power: only 0 is supported, got 0\.5/);
+    refused({ num_trajectories_learning_rate_multiplier_power: -1 }, /num_trajectories_learning_rate_multiplier_power/);
+    // Truncated importance sampling weighs recomputed against sampler log-probs: it needs them kept.
+    refused({ truncated_importance_sampling: 2 }, /^experimental_config\.truncated_importance_sampling needs precalculate_logprobs=true/);
+    refused({ truncated_importance_sampling: 2, precalculate_logprobs: false }, /truncated_importance_sampling/, true);
+    expect(resolveRlConfig({ truncated_importance_sampling: 2, precalculate_logprobs: true }).truncatedImportanceSampling).toBe(2);
+    expect(resolveRlConfig({ truncated_importance_sampling: 2 }, { quantizedBase: true })).toMatchObject({ truncatedImportanceSampling: 2, precalculateLogprobs: true });
+  });
+
+  it("carries logprob_calculation_chunk_size to the trainer's logits chunking", () => {
+    expect(resolveRlConfig({ logprob_calculation_chunk_size: 512 }).logprobCalculationChunkSize).toBe(512);
+    expect(resolveRlConfig({ logprob_calculation_chunk_size: 512, packed_sequence_length: 1536 }).packedSequenceLength).toBe(1536);
+    expect(() => resolveRlConfig({ logprob_calculation_chunk_size: 0 })).toThrow(/logprob_calculation_chunk_size must be a number >= 1/);
   });
 });

@@ -1,14 +1,16 @@
 // experimental_config (as sent: snake_case, every field nullable, unknown keys ignored) -> the
 // resolved RL settings with spec §4.4 defaults, read from the contract (../settings-defaults.ts)
 // but for the clip range's, which depend on the loss function (clipDefaults). The combinations
-// field rules cannot express are checked here once, for the API too (../../config-checks.ts).
-// Bad values fail with TrainingInputError.
+// field rules cannot express are checked here once, for the API too (../../config-checks.ts), and
+// so are the settings this service refuses (./refused-settings.ts). Bad values fail with
+// TrainingInputError.
 import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
 import { RlLossSchema, type RlLoss } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import { ExperimentalTrainingConfigSchema } from "../../../../gen/srl/v1/training_pb.js";
 import { TrainingInputError } from "../api.js";
 import { settingDefaults } from "../settings-defaults.js";
+import { refuseUnsupportedRlSettings } from "./refused-settings.js";
 
 const LOSS_FNS = ["cispo", "ppo"] as const;
 const IMPORTANCE_SAMPLING_LEVELS = ["token", "sequence", "average", "geometric_average"] as const;
@@ -44,12 +46,9 @@ export interface RlConfig extends OffAsNull<RlLossFields, "maxNegativeAdvantageI
   klPenaltySource: KlPenaltySource;
   klPenaltyReferenceStep: number | null;
   klPenaltyStepLag: number | null;
-  numTrajectoriesLearningRateMultiplierPower: number;
+  /** Positions whose log-softmax the trainer computes at once (ART's logits chunking). */
   logprobCalculationChunkSize: number;
   packedSequenceLength: number | null;
-  /** Accepted and ignored (a local no-op in ART since 2026-01). */
-  scaleLearningRateByRewardStdDev: boolean;
-  plotTensors: boolean;
 }
 
 /** What the service knows of the job beyond its config. */
@@ -81,6 +80,15 @@ export function resolveRlConfig(sent: JsonObject | null | undefined, context: Rl
   const packed = c.integer("packed_sequence_length", { min: 1 });
   if (packed !== null && packed % chunk !== 0) throw new TrainingInputError(`experimental_config.packed_sequence_length (${packed}) must be divisible by logprob_calculation_chunk_size (${chunk})`);
 
+  const precalculateLogprobs = c.bool("precalculate_logprobs") ?? context.quantizedBase ?? LOSS.precalculateLogprobs;
+  refuseUnsupportedRlSettings({
+    scaleLearningRateByRewardStdDev: c.bool("scale_learning_rate_by_reward_std_dev"),
+    plotTensors: c.bool("plot_tensors"),
+    numTrajectoriesLearningRateMultiplierPower: c.number("num_trajectories_learning_rate_multiplier_power"),
+    truncatedImportanceSampling: c.number("truncated_importance_sampling"),
+    precalculateLogprobs,
+  });
+
   return {
     learningRate: c.number("learning_rate", { min: 0 }) ?? SERVICE.learningRate,
     lossFn,
@@ -93,7 +101,7 @@ export function resolveRlConfig(sent: JsonObject | null | undefined, context: Rl
     maxNegativeAdvantageImportanceSamplingWeight: nonZero(c.number("max_negative_advantage_importance_sampling_weight")),
     maskProbRatio: c.bool("mask_prob_ratio") ?? LOSS.maskProbRatio,
     kimiK2Tau: nonZero(kimi ?? vendor),
-    precalculateLogprobs: c.bool("precalculate_logprobs") ?? context.quantizedBase ?? LOSS.precalculateLogprobs,
+    precalculateLogprobs,
     allowTrainingWithoutLogprobs: c.bool("allow_training_without_logprobs") ?? SERVICE.allowTrainingWithoutLogprobs,
     truncatedImportanceSampling: nonZero(c.number("truncated_importance_sampling")),
     klPenaltyCoef: klCoef,
@@ -101,11 +109,8 @@ export function resolveRlConfig(sent: JsonObject | null | undefined, context: Rl
     klPenaltySource: c.oneOf("kl_penalty_source", KL_PENALTY_SOURCES) ?? (klCoef > 0 ? "sample" : member(KL_PENALTY_SOURCES, LOSS.klPenaltySource, "kl_penalty_source")),
     klPenaltyReferenceStep: referenceStep,
     klPenaltyStepLag: stepLag,
-    numTrajectoriesLearningRateMultiplierPower: c.number("num_trajectories_learning_rate_multiplier_power") ?? SERVICE.numTrajectoriesLearningRateMultiplierPower,
     logprobCalculationChunkSize: chunk,
     packedSequenceLength: packed,
-    scaleLearningRateByRewardStdDev: c.bool("scale_learning_rate_by_reward_std_dev") ?? SERVICE.scaleLearningRateByRewardStdDev,
-    plotTensors: c.bool("plot_tensors") ?? SERVICE.plotTensors,
   };
 }
 

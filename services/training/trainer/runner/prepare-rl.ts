@@ -23,8 +23,9 @@ export interface RlDefaults {
 export function prepareRl(input: TrainingJobInput, tokenizer: ChatTokenizer, defaults: RlDefaults): PreparedJob {
   const config = resolveRlConfig(input.experimentalConfig, { quantizedBase: defaults.quantizedBase });
   const groups = input.groups ?? [];
-  const rewards = groupRewards(parseTrajectoryGroups(groups));
-  const rows = tokenizeTrajectoryGroups(tokenizer, groups, { allowTrainingWithoutLogprobs: config.allowTrainingWithoutLogprobs, scaleRewards: config.scaleRewards });
+  const trainedModel = input.trainedModel ?? null;
+  const rewards = groupRewards(parseTrajectoryGroups(groups, trainedModel));
+  const rows = tokenizeTrajectoryGroups(tokenizer, groups, { allowTrainingWithoutLogprobs: config.allowTrainingWithoutLogprobs, scaleRewards: config.scaleRewards, trainedModel });
   const plan = planRlRows(rows, rewards, config);
   const data = {
     num_groups_submitted: groups.length,
@@ -32,7 +33,7 @@ export function prepareRl(input: TrainingJobInput, tokenizer: ChatTokenizer, def
     num_trajectories: groups.reduce((n, g) => n + listLength(g["trajectories"]) + listLength(g["exceptions"]), 0),
   };
   const lora = loraSettings(input.experimentalConfig?.lora_config, input.seed);
-  const base = { kind: "rl" as const, loss: { kind: "rl" as const, settings: rlLossMessage(config) }, optimizer: { ...ADAM, weightDecay: RL_WEIGHT_DECAY, maxGradNorm: RL_MAX_GRAD_NORM }, lora, reportedLearningRate: config.learningRate };
+  const base = { kind: "rl" as const, loss: { kind: "rl" as const, settings: rlLossMessage(config) }, optimizer: { ...ADAM, weightDecay: RL_WEIGHT_DECAY, maxGradNorm: RL_MAX_GRAD_NORM }, lora, reportedLearningRate: config.learningRate, logitsChunkTokens: config.logprobCalculationChunkSize };
   if (plan.skip) {
     return { ...base, rows: [], steps: [], skip: true, stepMetrics: {}, jobMetrics: { ...data, num_trainable_tokens: 0, num_gradient_steps: 0 } };
   }
@@ -51,7 +52,7 @@ export function prepareRl(input: TrainingJobInput, tokenizer: ChatTokenizer, def
       advantage: plan.rows[i]!.advantage,
       weight: plan.rows[i]!.weight,
     })),
-    steps: order.map((i, k) => ({ rows: [k], learningRate: config.learningRate * plan.rows[i]!.learningRateMultiplier })),
+    steps: order.map((_, k) => ({ rows: [k], learningRate: config.learningRate })),
     skip: false,
     stepMetrics: stepData,
     jobMetrics: stepData,

@@ -1,4 +1,5 @@
-// An SFT job (spec §7): tokenize every row with the model's chat template, plan the batches (one
+// An SFT job (spec §7): tokenize every row with the model's chat template (every assistant turn
+// trains, or with assistant_turns "last" only the final one), plan the batches (one
 // optimizer step each, AdamW wd 0, clip 1.0; rows longer than the maximum sequence length are
 // dropped and counted).
 import type { TrainingJobInput } from "../api.js";
@@ -12,7 +13,7 @@ export function prepareSft(input: TrainingJobInput, tokenizer: ChatTokenizer, ma
   const rowsIn = input.sftRows ?? [];
   const plan = planSft(input.sftConfig, rowsIn.length);
   const lora = loraSettings(input.sftConfig?.lora_config, input.seed);
-  const tokenized = rowsIn.map((row, i) => tokenizeSftRow(tokenizer, row, i));
+  const tokenized = rowsIn.map((row, i) => tokenizeSftRow(tokenizer, row, i, plan.assistantTurns));
   const keep = tokenized.map((r) => r.tokens.length <= maxSeqLength);
   const index = new Map<number, number>();
   const rows = tokenized.flatMap((r, i) => {

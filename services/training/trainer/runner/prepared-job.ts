@@ -19,6 +19,8 @@ export interface PreparedJob {
   reportedLearningRate: number | null;
   /** Added to the job's averaged metrics. */
   jobMetrics: Record<string, number>;
+  /** RL: logprob_calculation_chunk_size, for the trainer's logits chunking. */
+  logitsChunkTokens?: number;
 }
 
 const OPTIMIZER = settingDefaults(OptimizerConfigSchema);

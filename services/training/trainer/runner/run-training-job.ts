@@ -50,6 +50,7 @@ export async function runTrainingJob(pool: TrainerPool, input: TrainingJobInput,
       steps: prepared.steps,
       previousAdapter: input.previousAdapter,
       referenceAdapter: input.referenceAdapter ?? null,
+      ...(prepared.logitsChunkTokens !== undefined ? { logitsChunkTokens: prepared.logitsChunkTokens } : {}),
     },
     {
       started: (numSteps) => progress.started(numSteps),

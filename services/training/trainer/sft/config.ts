@@ -1,6 +1,8 @@
 // SFT job configuration (spec §7.1-7.2): batch_size int | "auto" (-> 2), learning_rate number |
-// number[] (one per batch, in order; a list shorter than the number of batches fails).
+// number[] (one per batch, in order; a list shorter than the number of batches fails);
+// assistant_turns "all" (default) | "last" (ART 0.5.23: only the final assistant message trains).
 import { TrainingInputError } from "../api.js";
+import type { AssistantTurns } from "../tokenize/sft.js";
 
 export const SFT_DEFAULT_LEARNING_RATE = 5e-5;
 export const SFT_AUTO_BATCH_SIZE = 2;
@@ -16,6 +18,7 @@ export interface SftPlan {
   learningRates: number[];
   /** Row index ranges [start, end) of each batch, consecutive and unshuffled. */
   batches: [number, number][];
+  assistantTurns: AssistantTurns;
 }
 
 export function planSft(config: Record<string, unknown> | undefined, rowCount: number): SftPlan {
@@ -45,5 +48,7 @@ export function planSft(config: Record<string, unknown> | undefined, rowCount: n
   } else {
     throw new TrainingInputError("learning_rate must be a number or a list of numbers");
   }
-  return { batchSize, learningRates, batches };
+  const turns = c["assistant_turns"] ?? "all";
+  if (turns !== "all" && turns !== "last") throw new TrainingInputError(`assistant_turns must be "all" or "last", got ${JSON.stringify(turns)}`);
+  return { batchSize, learningRates, batches, assistantTurns: turns };
 }

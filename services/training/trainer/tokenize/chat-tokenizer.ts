@@ -97,6 +97,18 @@ export class ChatTokenizer {
     return this.model.tokenize(text, specialTokens).map(Number);
   }
 
+  /**
+   * A legacy completion's text prompt as the completions endpoint tokenizes it
+   * (services/inference/engine/llama/prompt.ts rawPrompt): special-token text recognised, BOS
+   * prepended where the tokenizer adds one and add_special_tokens asks for it.
+   */
+  promptTokens(text: string, addSpecialTokens: boolean): number[] {
+    const tokens = this.tokenize(text, true);
+    const bos = this.model.tokens.bos;
+    if (addSpecialTokens && this.model.tokens.shouldPrependBosToken && bos !== null && tokens[0] !== bos) return [bos, ...tokens];
+    return tokens;
+  }
+
   detokenize(tokens: readonly number[], specialTokens = true): string {
     // llama.cpp aborts the process on an out-of-range id, so it is checked here.
     const bad = tokens.find((t) => !Number.isInteger(t) || t < 0 || t >= this.vocabSize);

@@ -12,15 +12,28 @@ export interface SampledToken {
   bytes: number[] | null;
 }
 
-export type HistoryItem =
-  | { kind: "message"; message: JsonObject }
-  | {
-      kind: "choice";
-      /** ART's `messages()` form: {role: "assistant", content: string, tool_calls?}. */
-      message: JsonObject;
-      /** Non-null when the Choice carries sampled tokens (logprobs.content, else .refusal, non-empty). */
-      sampled: SampledToken[] | null;
-    };
+/**
+ * The inference server's own token ids of a Choice (ART 0.5.23 asks for `return_token_ids` and
+ * copies the response's `prompt_token_ids` and the choice's `token_ids` onto the Choice).
+ */
+export interface ChoiceTokenIds {
+  promptIds: number[];
+  outputIds: number[];
+}
+
+export type ChoiceItem = {
+  kind: "choice";
+  /** ART's `messages()` form: {role: "assistant", content: string, tool_calls?}. */
+  message: JsonObject;
+  /** Non-null when the Choice carries sampled tokens (logprobs.content, else .refusal, non-empty). */
+  sampled: SampledToken[] | null;
+  /** Whether `logprobs` is an object at all (ART 0.5.23 trains such a Choice; null logprobs only with the flag). */
+  hasLogprobs: boolean;
+  /** Both `prompt_token_ids` and `token_ids`, when the Choice carries them. */
+  tokenIds: ChoiceTokenIds | null;
+};
+
+export type HistoryItem = { kind: "message"; message: JsonObject } | ChoiceItem;
 
 export function isObject(value: JsonValue | undefined): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -40,7 +53,7 @@ export function parseItem(item: JsonValue, where: string): HistoryItem {
   if (!isObject(item)) throw new TrainingInputError(`${where}: expected an object (a message or a Choice)`);
   if (isChoice(item)) {
     const message = isObject(item.message) ? item.message : {};
-    return { kind: "choice", message: choiceMessage(message), sampled: sampledTokens(item.logprobs, where) };
+    return { kind: "choice", message: choiceMessage(message), sampled: sampledTokens(item.logprobs, where), hasLogprobs: isObject(item.logprobs), tokenIds: choiceTokenIds(item, where) };
   }
   if (typeof item.role !== "string") throw new TrainingInputError(`${where}: a message needs a string "role" (a Choice needs "message")`);
   return { kind: "message", message: { ...item, content: item.content ?? "" } };
@@ -67,6 +80,20 @@ function sampledTokens(logprobs: JsonValue | undefined, where: string): SampledT
     const bytes = Array.isArray(entry.bytes) && entry.bytes.every((b) => typeof b === "number") ? (entry.bytes as number[]) : null;
     return { token: entry.token, logprob, bytes };
   });
+}
+
+/** `prompt_token_ids` and `token_ids` of a Choice: both lists of ids, or null when either is absent. */
+function choiceTokenIds(item: JsonObject, where: string): ChoiceTokenIds | null {
+  if (item.prompt_token_ids === undefined || item.prompt_token_ids === null || item.token_ids === undefined || item.token_ids === null) return null;
+  return { promptIds: tokenIdList(item.prompt_token_ids, `${where}.prompt_token_ids`), outputIds: tokenIdList(item.token_ids, `${where}.token_ids`) };
+}
+
+/** A list of token ids (non-negative integers). */
+export function tokenIdList(value: JsonValue, where: string): number[] {
+  if (!Array.isArray(value) || !value.every((v): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0)) {
+    throw new TrainingInputError(`${where}: expected a list of token ids`);
+  }
+  return value;
 }
 
 /**

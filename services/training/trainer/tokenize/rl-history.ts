@@ -98,7 +98,7 @@ function hasToolCalls(message: JsonObject): boolean {
 }
 
 /** "token_id:<n>" exactly; otherwise the token's text (unknown -> EOS, as ART). */
-function sampledId(tokenizer: ChatTokenizer, sampled: SampledToken, where: string): number {
+export function sampledId(tokenizer: ChatTokenizer, sampled: SampledToken, where: string): number {
   const match = /^token_id:(\d+)$/.exec(sampled.token);
   if (match) {
     const id = Number(match[1]);

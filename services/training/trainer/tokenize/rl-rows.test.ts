@@ -178,12 +178,11 @@ describe("tokenizeTrajectoryGroups", () => {
     expect(() => tokenizeTrajectoryGroups(tok, [{ trajectories: [{ messages_and_choices: withCalls, reward: 1 }, { reward: 0 }] }], flagged)).toThrow(/tool calls ignored/);
   });
 
-  it("trains newest ART's exchanges.chat_completions, one row per response choice", () => {
-    const exchange = { request: { messages: [SYSTEM, USER], tools: TOOLS }, response: { choices: [choice("One.", sampled("One.")), { ...choice("Two.", sampled("Two.")), index: 1 }] } };
+  it("trains newest ART's exchanges.chat_completions, one row per response choice (more in exchanges.test.ts)", () => {
+    const exchange = { request: { model: "p/m", messages: [SYSTEM, USER], tools: TOOLS }, response: { choices: [choice("One.", sampled("One.")), { ...choice("Two.", sampled("Two.")), index: 1 }] } };
     const rows = tokenizeTrajectoryGroups(tok, [{ trajectories: [{ exchanges: { chat_completions: [exchange], completions: [] }, reward: 1 }, { reward: 0 }] }], OPTIONS);
     expect(rows.map((r) => r.historyIndex)).toEqual([0, 1]);
     expect(rows[1]!.tokens).toEqual([...enginePrompt([SYSTEM, USER]), ...sampled("Two.")]);
-    expect(() => tokenizeTrajectoryGroups(tok, [{ trajectories: [{ exchanges: { responses: [{}] }, reward: 1 }, {}] }], OPTIONS)).toThrow(/only chat_completions/);
   });
 
   it("defaults enable_thinking off and preserve_thinking on when the template reads them", async () => {

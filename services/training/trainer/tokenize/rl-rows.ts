@@ -1,11 +1,17 @@
-// Spec §2.2 (tokenization part): every trajectory with a non-zero group advantage yields one row
-// per history (primary, then additional histories). Advantages, weights, prompt lengths, length
-// drops and batch normalisation are ../rl/advantages.ts.
+// Spec §2.2 (tokenization part): every trajectory with a non-zero group advantage yields its rows:
+// - captured exchanges: ./exchange-histories.ts;
+// - Choices carrying the server's token ids (ART 0.5.23): its append-compatible sequences
+//   (./exact-sequences.ts);
+// - otherwise one row per history (primary, then additional), by the chat template (./rl-history.ts).
+// Advantages, weights, prompt lengths, length drops and batch normalisation are ../rl/advantages.ts.
 import type { JsonObject } from "@bufbuild/protobuf";
 import { groupAdvantages } from "../rl/advantages.js";
 import type { ChatTokenizer } from "./chat-tokenizer.js";
-import { tokenizeHistory } from "./rl-history.js";
-import { parseTrajectoryGroups } from "./trajectories.js";
+import { exactSequences } from "./exact-sequences.js";
+import { exchangeHistories } from "./exchange-histories.js";
+import type { TrainedModel } from "./exchange-select-turns.js";
+import { tokenizeHistory, type TokenizedHistory } from "./rl-history.js";
+import { parseTrajectoryGroups, type ParsedTrajectory } from "./trajectories.js";
 
 export interface RlRow {
   tokens: number[];
@@ -16,7 +22,7 @@ export interface RlRow {
   reward: number;
   groupIndex: number;
   trajectoryIndex: number;
-  /** 0 = messages_and_choices, i + 1 = additional_histories[i] (or the i-th exchange choice). */
+  /** The trajectory's i-th row: its i-th history (0 = messages_and_choices), sequence or exchange history. */
   historyIndex: number;
 }
 
@@ -25,22 +31,32 @@ export interface RlTokenizeOptions {
   scaleRewards: boolean;
   /** Also tokenize trajectories whose advantage is exactly 0 (ART skips them). Default false. */
   includeZeroAdvantage?: boolean;
+  /** The job's model: only its exchanges train (absent: a trajectory's exchanges must name one model). */
+  trainedModel?: TrainedModel | null;
 }
 
 export function tokenizeTrajectoryGroups(tokenizer: ChatTokenizer, groups: readonly JsonObject[], options: RlTokenizeOptions): RlRow[] {
   const rows: RlRow[] = [];
-  parseTrajectoryGroups(groups).forEach((group, groupIndex) => {
+  parseTrajectoryGroups(groups, options.trainedModel ?? null).forEach((group, groupIndex) => {
     const advantages = groupAdvantages(
       group.trajectories.map((t) => t.reward),
       options.scaleRewards,
     );
     group.trajectories.forEach((trajectory, trajectoryIndex) => {
       if (advantages[trajectoryIndex] === 0 && !options.includeZeroAdvantage) return;
-      trajectory.histories.forEach((history, historyIndex) => {
-        const tokenized = tokenizeHistory(tokenizer, history, options.allowTrainingWithoutLogprobs);
-        if (tokenized) rows.push({ ...tokenized, reward: trajectory.reward, groupIndex, trajectoryIndex, historyIndex });
+      trajectoryRows(tokenizer, trajectory, options.allowTrainingWithoutLogprobs).forEach((tokenized, historyIndex) => {
+        rows.push({ tokens: tokenized.tokens, assistantMask: tokenized.assistantMask, oldLogprobs: tokenized.oldLogprobs, reward: trajectory.reward, groupIndex, trajectoryIndex, historyIndex });
       });
     });
   });
   return rows;
+}
+
+function trajectoryRows(tokenizer: ChatTokenizer, trajectory: ParsedTrajectory, allowTrainingWithoutLogprobs: boolean): TokenizedHistory[] {
+  const viaTemplate = (histories: typeof trajectory.histories) => histories.flatMap((history) => tokenizeHistory(tokenizer, history, allowTrainingWithoutLogprobs) ?? []);
+  if (trajectory.turns.length > 0) {
+    const fromExchanges = exchangeHistories(tokenizer, trajectory.turns, allowTrainingWithoutLogprobs, `${trajectory.where}.exchanges`);
+    return fromExchanges.kind === "tokens" ? fromExchanges.histories : viaTemplate(fromExchanges.histories);
+  }
+  return exactSequences(trajectory.histories, allowTrainingWithoutLogprobs, trajectory.where) ?? viaTemplate(trajectory.histories);
 }

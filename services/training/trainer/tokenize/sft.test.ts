@@ -53,6 +53,38 @@ describe("tokenizeSftRow", () => {
     expect(trainedText(tokens, assistantMask)).toEqual(["Searching.<|im_end|>\n<|im_start|>tool\nfound<|im_end|>\n<|im_start|>assistant\nHere.<|im_end|>\n"]);
   });
 
+  it('with assistant_turns "last" trains only the final assistant turn: prompt with generation prompt, then the rest', () => {
+    const messages = [
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: "Hello!" },
+      { role: "user", content: "Bye" },
+      { role: "assistant", content: "Goodbye." },
+    ];
+    const all = tokenizeSftRow(tok, { messages }, 0, "all");
+    const last = tokenizeSftRow(tok, { messages }, 0, "last");
+    const prompt = tok.render(messages.slice(0, -1), null, true);
+    expect(tok.detokenize(last.tokens)).toBe(tok.render(messages, null, false));
+    expect(last.tokens.slice(0, tok.tokenize(prompt).length)).toEqual(tok.tokenize(prompt));
+    expect(trainedText(last.tokens, last.assistantMask)).toEqual(["Goodbye.<|im_end|>\n"]);
+    expect(trainedText(all.tokens, all.assistantMask)).toEqual(["Hello!<|im_end|>\n", "Goodbye.<|im_end|>\n"]);
+  });
+
+  it('with assistant_turns "last" cuts at a marker turn when the full rendering does not extend the generation prompt', async () => {
+    // A template that adds a thinking prefix to the generation prompt only (as Qwen3's does).
+    const template =
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n\n</think>\n\n{% endif %}";
+    const thinking = await tiny.load({ chatTemplate: template });
+    const messages = [
+      { role: "user", content: "Hi" },
+      { role: "assistant", content: "Hello!" },
+    ];
+    const last = tokenizeSftRow(thinking, { messages }, 0, "last");
+    // The target starts where the marker turn's content does: the generation prompt, then the answer.
+    expect(thinking.detokenize(last.tokens)).toBe("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello!<|im_end|>\n");
+    expect(thinking.detokenize(last.tokens.filter((_, i) => last.assistantMask[i]))).toBe("Hello!<|im_end|>\n");
+    expect(() => tokenizeSftRow(thinking, { messages: [...messages, { role: "user", content: "?" }] }, 2, "last")).toThrow(/SFT row 2/);
+  });
+
   it("accepts Choices and null content", () => {
     const choice = { finish_reason: "stop", index: 0, logprobs: null, message: { role: "assistant", content: "Yes." } };
     const { tokens, assistantMask } = tokenizeSftRow(tok, { messages: [{ role: "user", content: null }, choice] });

@@ -5,6 +5,10 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { TrainingInputError } from "../api.js";
 import type { ChatTokenizer } from "./chat-tokenizer.js";
 import { isObject, normalizeTools, parseItem } from "./messages.js";
+import { lastAssistantTurnTokens } from "./sft-last-turn.js";
+
+/** ART 0.5.23's TrainSFTConfig.assistant_turns: every assistant turn trains, or only the final one. */
+export type AssistantTurns = "all" | "last";
 
 export interface SftRowTokens {
   tokens: number[];
@@ -18,7 +22,7 @@ export interface TurnMarkers {
 }
 
 /** index: the row's position in the job's data, for error messages. */
-export function tokenizeSftRow(tokenizer: ChatTokenizer, row: JsonObject, index?: number): SftRowTokens {
+export function tokenizeSftRow(tokenizer: ChatTokenizer, row: JsonObject, index?: number, assistantTurns: AssistantTurns = "all"): SftRowTokens {
   const where = index === undefined ? "SFT row" : `SFT row ${index}`;
   if (!isObject(row)) throw new TrainingInputError(`${where}: expected an object {"messages": [...], "tools"?: [...]}`);
   if (!Array.isArray(row.messages) || row.messages.length === 0) throw new TrainingInputError(`${where}: "messages" must be a non-empty list`);
@@ -26,6 +30,7 @@ export function tokenizeSftRow(tokenizer: ChatTokenizer, row: JsonObject, index?
   const last = messages[messages.length - 1]!;
   if (last.role !== "assistant") throw new TrainingInputError(`${where}: the last message must be the assistant's (it is "${String(last.role)}")`);
   const tools = normalizeTools(row.tools, where);
+  if (assistantTurns === "last") return lastAssistantTurnTokens(tokenizer, messages, tools, where);
 
   const tokens = tokenizer.tokenize(tokenizer.render(messages, tools, false));
   const markers = turnMarkers(tokenizer.templateSource);
