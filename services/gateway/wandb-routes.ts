@@ -74,8 +74,11 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
           break;
         }
         case "download": {
-          const file = await api.download(route.token);
-          res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(file.size) });
+          // One byte range when asked (wandb-core reads parquet history files by ranges): 206.
+          const file = await api.download(route.token, header(req, "range"));
+          const ranged = file.range ? { "content-range": `bytes ${file.range.start}-${file.range.end}/${file.range.total}` } : {};
+          status = file.range ? 206 : 200;
+          res.writeHead(status, { "content-type": "application/octet-stream", "content-length": String(file.size), "accept-ranges": "bytes", ...ranged });
           if (verb === "HEAD") {
             res.end();
             break;

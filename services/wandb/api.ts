@@ -5,8 +5,10 @@ import { badRequest, notFound } from "../core/errors.js";
 import type { ArtifactUploads } from "./artifact-uploads.js";
 import { manifestJson } from "./artifact-objects.js";
 import type { ArtifactViews } from "./artifact-views.js";
+import { parseByteRange, sliceChunks } from "./byte-range.js";
 import { CostBudget, type CostBudgetSettings } from "./cost-budget.js";
 import { executeGraphql, type GraphqlAnswer, type GraphqlLimits } from "./graphql.js";
+import { historyFile } from "./history-file.js";
 import type { QueryLimits } from "./query-limits.js";
 import type { ResolverDeps } from "./resolver-deps.js";
 import type { UrlSigner } from "./signed-urls.js";
@@ -30,6 +32,15 @@ export interface WandbApiDeps {
   queryLimits: QueryLimits;
   /** The GraphQL cost each entity may spend per window. */
   costBudget: CostBudgetSettings;
+}
+
+/** What a download URL answers. */
+export interface Download {
+  /** Bytes answered: the range's length when a range is served. */
+  size: number;
+  chunks: AsyncIterable<Buffer>;
+  /** Set when the request's byte range is served: answer 206, `Content-Range: bytes start-end/total`. */
+  range?: { start: number; end: number; total: number };
 }
 
 /** Where an upload URL's body goes, known from its token before the body is read. */
@@ -103,12 +114,21 @@ export class WandbApi {
   }
 
   /**
-   * `GET` of a download URL: a file of a committed artifact version, or its manifest. The URL is
-   * bound to the version it was issued for (its creation time) and to the file's exact bytes (its
-   * blob): when either is gone, 404, never other bytes.
+   * `GET` of a download URL: a file of a committed artifact version, its manifest, or a parquet
+   * file of a run's history (history-file.ts). The URL is bound to the version it was issued for
+   * (its creation time) and to the file's exact bytes (its blob): when either is gone, 404, never
+   * other bytes. `rangeHeader` (the request's `Range`) asks for one byte range of it.
    */
-  async download(token: string): Promise<{ size: number; chunks: AsyncIterable<Buffer> }> {
+  async download(token: string, rangeHeader?: string | null): Promise<Download> {
+    const whole = await this.wholeFile(token);
+    const range = parseByteRange(rangeHeader, whole.size);
+    if (!range) return whole;
+    return { size: range.end - range.start + 1, chunks: sliceChunks(whole.chunks, range), range: { ...range, total: whole.size } };
+  }
+
+  private async wholeFile(token: string): Promise<{ size: number; chunks: AsyncIterable<Buffer> }> {
     const grant = this.deps.signer.verify(token);
+    if (grant?.k === "history") return historyFile(this.deps.runs, grant);
     if (!grant || (grant.k !== "download" && grant.k !== "manifest")) throw notFound("this download URL is invalid or has expired; ask for a new one");
     const found = await this.deps.views.byId(String(grant.e), String(grant.a));
     const view = found && (grant.c === undefined || found.createdAt.getTime() === grant.c) ? found : null;

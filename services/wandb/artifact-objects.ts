@@ -2,8 +2,9 @@
 // and manifests. Download URLs are signed and short-lived, like the cloud storage URLs W&B hands
 // out; the manifest is written on the fly from the version's files.
 import { manifestDigest, type ArtifactView } from "./artifact-views.js";
+import { BOUNDED_LISTS } from "./query-limits.js";
 import type { ResolverDeps } from "./resolver-deps.js";
-import { entityObject } from "./run-objects.js";
+import { projectRef, runObject } from "./run-objects.js";
 
 const b64 = (text: string) => Buffer.from(text).toString("base64");
 
@@ -29,10 +30,6 @@ export function manifestJson(view: ArtifactView): string {
     storagePolicyConfig: { storageLayout: "V2" },
     contents: Object.fromEntries(view.files.map((file) => [file.name, { digest: file.md5, size: file.size, birthArtifactID: view.id }])),
   });
-}
-
-export function projectRef(view: { entity: string; project: string }) {
-  return { id: b64(`Project:${view.entity}/${view.project}`), name: view.project, entityName: view.entity, entity: entityObject(view.entity), readOnly: false };
 }
 
 export function artifactTypeObject(entity: string, project: string, type: string) {
@@ -101,7 +98,7 @@ export function sequenceObject(deps: ResolverDeps, view: Pick<ArtifactView, "ent
 
 export function membershipObject(deps: ResolverDeps, view: ArtifactView) {
   const artifact = artifactObject(deps, view);
-  return { id: artifact.id, versionIndex: view.versionIndex, aliases: artifact.aliases, artifactCollection: artifact.artifactSequence, artifact, files: artifact.files };
+  return { id: artifact.id, versionIndex: view.versionIndex, createdAt: view.createdAt.toISOString(), aliases: artifact.aliases, artifactCollection: artifact.artifactSequence, artifact, files: artifact.files };
 }
 
 export function artifactObject(deps: ResolverDeps, view: ArtifactView) {
@@ -142,6 +139,19 @@ export function artifactObject(deps: ResolverDeps, view: ArtifactView) {
       const names = args.entries?.map((entry) => entry.name);
       const files = names ? view.files.filter((file) => names.includes(file.name)) : view.files;
       return connection(files.map((file) => fileObject(deps, view, file)), {});
+    },
+    digestAlgorithm: "MANIFEST_MD5",
+    // The run that logged the version (for a checkpoint: its model's run).
+    createdBy: async () => {
+      const found = view.runId === null ? null : await deps.runs.find(view.entity, view.project, view.runId);
+      return found ? { __typename: "Run", ...runObject(deps, found, found.name, () => projectRef(found.run)) } : null;
+    },
+    usedBy: async () => {
+      const users = await deps.runs.usersOf(view.entity, view.id, BOUNDED_LISTS["Artifact.usedBy"] ?? 100);
+      return connection(
+        users.map((found) => runObject(deps, found, found.name, () => projectRef(found.run))),
+        {},
+      );
     },
   };
 }

@@ -42,7 +42,9 @@ export async function executeGraphql(body: unknown, deps: ResolverDeps, limits: 
   if (request.query.length > MAX_QUERY_CHARS) return refusal(`\`query\` is limited to ${MAX_QUERY_CHARS} characters`);
   const variables = request.variables ?? null;
   if (variables !== null && (typeof variables !== "object" || Array.isArray(variables))) return refusal("`variables` must be an object");
-  const operationName = typeof request.operationName === "string" ? request.operationName : null;
+  // wandb-core (0.28+) sends `"operationName": ""` for anonymous documents: as graphql-js's own
+  // HTTP servers do, an empty name means none (the document's single operation runs).
+  const operationName = typeof request.operationName === "string" && request.operationName !== "" ? request.operationName : null;
   let document: DocumentNode;
   try {
     document = parse(request.query, { maxTokens: MAX_QUERY_TOKENS });

@@ -2,7 +2,8 @@
 // - over the document as written, before validation (whose overlap rule is quadratic in the
 //   fields of a selection): aliases, field selections, nesting depth and introspection;
 // - over the validated operation with its variables, fragments expanded: a cost per field, with
-//   database lookups weighing more and list pages multiplying what they select (costOf).
+//   database lookups weighing more, list pages multiplying what they select, and history reads
+//   adding one per row they may return (costOf).
 import {
   getArgumentValues,
   getDirectiveValues,
@@ -27,6 +28,7 @@ import {
   type SelectionNode,
   type SelectionSetNode,
 } from "graphql";
+import { samplesOf } from "./history-sampling.js";
 
 export type IntrospectionMode = "off" | "types" | "full";
 
@@ -66,7 +68,24 @@ export const DATABASE_FIELDS: ReadonlySet<string> = new Set([
   "ArtifactSequence.artifactMembership",
   "ArtifactPortfolio.artifacts",
   "ArtifactPortfolio.artifactMembership",
+  "Artifact.createdBy",
+  "Artifact.usedBy",
+  "Project.runs",
+  "Project.runCount",
+  "Run.history",
+  "Run.sampledHistory",
+  "Run.parquetHistory",
 ]);
+/**
+ * Fields returning history rows, and how many they may return (each row costs 1, like a field):
+ * `samples` of a history page, the sum of the specs' `samples` of a sampled one.
+ */
+export const ROW_FIELDS: Readonly<Record<string, (args: Record<string, unknown>) => number>> = {
+  "Run.history": (args) => samplesOf(args.samples),
+  "Run.sampledHistory": (args) => (Array.isArray(args.specs) ? args.specs.reduce((sum: number, spec: unknown) => sum + samplesOf(specSamples(spec)), 0) : 0),
+};
+/** Lists without pages whose length is bounded (their resolvers return at most this many). */
+export const BOUNDED_LISTS: Readonly<Record<string, number>> = { "Artifact.usedBy": 100 };
 /** Mutations that do one database round trip per item of an input list. */
 const PER_ITEM_MUTATIONS: Readonly<Record<string, string>> = { createArtifactFiles: "artifactFiles" };
 /** A list page holds `first` items, at most this many; without `first`, this many (artifact-objects.ts). */
@@ -139,7 +158,8 @@ export function costOf(schema: GraphQLSchema, document: DocumentNode, variables:
         const listArg = isMutation ? PER_ITEM_MUTATIONS[field.name] : undefined;
         if (listArg !== undefined) weight *= Math.max(1, listLength((args.input as Record<string, unknown> | undefined)?.[listArg]));
         const paged = field.args.some((arg) => arg.name === "first");
-        total += weight + (paged ? pageSize(args.first) : 1) * child;
+        const rows = ROW_FIELDS[`${parent.name}.${field.name}`]?.(args) ?? 0;
+        total += weight + rows + (paged ? pageSize(args.first) : (BOUNDED_LISTS[`${parent.name}.${field.name}`] ?? 1)) * child;
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         const type = selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : parent;
         if (type && isCompositeType(type)) total += selectionsCost(selection.selectionSet, type, values, active);
@@ -184,6 +204,16 @@ function included(selection: SelectionNode, values: Record<string, unknown>): bo
 
 function pageSize(first: unknown): number {
   return typeof first === "number" && first > 0 ? Math.min(first, MAX_PAGE) : MAX_PAGE;
+}
+
+/** A sampled-history spec's `samples` (JSON text); absent or unreadable: the default. */
+function specSamples(spec: unknown): unknown {
+  try {
+    const value: unknown = typeof spec === "string" ? JSON.parse(spec) : null;
+    return typeof value === "object" && value !== null ? (value as { samples?: unknown }).samples : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function listLength(value: unknown): number {

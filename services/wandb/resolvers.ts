@@ -4,9 +4,10 @@
 // artifact-objects.ts.
 import { badRequest, notFound, unimplemented } from "../core/errors.js";
 import { artifactGraphqlId, type ArtifactView } from "./artifact-views.js";
-import { artifactObject, artifactTypeObject, membershipObject, projectRef, sequenceObject } from "./artifact-objects.js";
-import { entityObject, parseObject, runIdOfStorageId, runObject } from "./run-objects.js";
+import { artifactObject, artifactTypeObject, membershipObject, sequenceObject } from "./artifact-objects.js";
+import { entityObject, parseObject, projectRef, runIdOfStorageId, runObject, userObject } from "./run-objects.js";
 import type { ResolverDeps } from "./resolver-deps.js";
+import { projectRunFields } from "./run-listing.js";
 import { MANIFEST_LIMIT_BYTES } from "./artifact-uploads.js";
 import { checkBytes, FIELD_LIMITS } from "./field-limits.js";
 
@@ -30,6 +31,7 @@ export function rootValue(deps: ResolverDeps) {
 
   const project = (entity: string, name: string) => ({
     ...projectRef({ entity, project: name }),
+    ...projectRunFields(deps, entity, name),
     bucket: (args: Args) => runOf(entity, name, String(args.name)),
     run: (args: Args) => runOf(entity, name, String(args.name)),
     artifact: async (args: Args) => {
@@ -46,7 +48,7 @@ export function rootValue(deps: ResolverDeps) {
 
   const runOf = async (entity: string, projectName: string, runName: string) => {
     const found = await deps.runs.find(entity, projectName, runName);
-    return found ? runObject(found, runName, () => project(entity, projectName)) : null;
+    return found ? runObject(deps, found, runName, () => project(entity, projectName)) : null;
   };
 
   /** `name:alias` (or `name:vN`, or just `name` = latest) in a project. */
@@ -102,14 +104,7 @@ export function rootValue(deps: ResolverDeps) {
   return {
     // --- queries ------------------------------------------------------------------------------
     viewer: () => ({
-      id: b64(`User:${deps.entity}`),
-      name: deps.entity,
-      username: deps.entity,
-      email: null,
-      admin: false,
-      flags: "{}",
-      entity: deps.entity,
-      deletedAt: null,
+      ...userObject(deps.entity),
       apiKeys: { edges: [] },
       teams: { edges: [{ node: entityObject(deps.entity) }] },
     }),
@@ -161,7 +156,7 @@ export function rootValue(deps: ResolverDeps) {
         state: str(input.state) ?? undefined,
       });
       const name = runId ?? found.run._id;
-      return { bucket: runObject(found, name, () => project(entity, projectName)), inserted };
+      return { bucket: runObject(deps, found, name, () => project(entity, projectName)), inserted };
     },
     createRunFiles: async ({ input }: { input: Args }) => {
       const entity = mustOwn(input.entityName);
@@ -240,9 +235,16 @@ export function rootValue(deps: ResolverDeps) {
     },
     commitArtifact: async ({ input }: { input: Args }) => ({ artifact: artifactObject(deps, await deps.uploads.commit(deps.entity, String(input.artifactID))) }),
     useArtifact: async ({ input }: { input: Args }) => {
+      const entity = mustOwn(input.entityName);
       const view = await deps.views.byId(deps.entity, String(input.artifactID));
       if (!view) throw notFound("artifact not found");
+      const run = await deps.runs.find(entity, String(input.projectName), String(input.runName));
+      if (!run) throw notFound(`run ${entity}/${String(input.projectName)}/${String(input.runName)} not found`);
+      await deps.runs.recordUse(run, view.id);
       return { artifact: artifactObject(deps, view) };
+    },
+    linkArtifact: () => {
+      throw unimplemented("linking an artifact into another collection or a registry (artifact.link, run.link_artifact)");
     },
 
     // --- changing a committed artifact (artifact.save()) --------------------------------------

@@ -1,6 +1,12 @@
-// GraphQL objects of runs (W&B's `Run`, which its mutations call a bucket) and projects. Fields
-// that take arguments are methods: graphql-js's default resolver calls them with the arguments.
+// GraphQL objects of runs (W&B's `Run`, which its mutations call a bucket), their projects and
+// users. Fields that take arguments are methods: graphql-js's default resolver calls them with the
+// arguments.
+import { createHash } from "node:crypto";
+import type { ResolverDeps } from "./resolver-deps.js";
+import { runHistoryFields } from "./run-history-fields.js";
 import type { WandbRun } from "./wandb-runs.js";
+
+const b64 = (text: string) => Buffer.from(text).toString("base64");
 
 /** W&B's storage id of a run: opaque to the SDK, which sends it back as `upsertBucket(id:)`. */
 export function runStorageId(entity: string, project: string, runId: string): string {
@@ -14,11 +20,36 @@ export function runIdOfStorageId(storageId: string, entity: string): { runId: st
 }
 
 export function entityObject(entity: string) {
-  return { id: Buffer.from(`Entity:${entity}`).toString("base64"), name: entity, organization: null, user: null };
+  return { id: b64(`Entity:${entity}`), name: entity, organization: null, user: null };
+}
+
+/** The entity's user: each entity is one user here (W&B's viewer, a run's user). */
+export function userObject(entity: string) {
+  return { id: b64(`User:${entity}`), name: entity, username: entity, email: null, admin: false, flags: "{}", entity, defaultEntity: entityObject(entity), deletedAt: null };
+}
+
+/**
+ * W&B's numeric project id (`Project.internalId`, `Run.projectId`): the SDK parses it with int().
+ * Derived from the names (31 bits, a GraphQL Int), the same on every server of the database.
+ */
+export function projectInternalId(entity: string, project: string): number {
+  return createHash("sha256").update(`${entity}\0${project}`).digest().readUInt32BE(0) >>> 1;
+}
+
+/** A project as other objects link to it (the root's `project` adds its runs and artifacts). */
+export function projectRef(view: { entity: string; project: string }) {
+  return {
+    id: b64(`Project:${view.entity}/${view.project}`),
+    internalId: String(projectInternalId(view.entity, view.project)),
+    name: view.project,
+    entityName: view.entity,
+    entity: entityObject(view.entity),
+    readOnly: false,
+  };
 }
 
 /** `name` is the id the SDK asked by (a model's run answers to the model's name too). */
-export function runObject(found: WandbRun, name: string, project: () => unknown) {
+export function runObject(deps: ResolverDeps, found: WandbRun, name: string, project: () => unknown) {
   const { run, state } = found;
   const wandbConfig = (): string | null => {
     const config = parseObject(state?.config ?? "{}");
@@ -28,6 +59,7 @@ export function runObject(found: WandbRun, name: string, project: () => unknown)
   };
   return {
     id: runStorageId(run.entity, run.project, name),
+    projectId: projectInternalId(run.entity, run.project),
     name,
     displayName: state?.display_name ?? run.name,
     description: state?.notes ?? null,
@@ -56,8 +88,8 @@ export function runObject(found: WandbRun, name: string, project: () => unknown)
     logLineCount: state?.log_line_count ?? 0,
     historyTail: JSON.stringify(state?.history_tail ?? []),
     eventsTail: JSON.stringify(state?.events_tail ?? []),
-    historyKeys: null,
-    user: null,
+    ...runHistoryFields(deps, found),
+    user: userObject(run.entity),
     project,
   };
 }

@@ -12,7 +12,9 @@ import { badRequest, conflict } from "../core/errors.js";
 import { type ModelRegistry, type RunRecord, Runs } from "../models/index.js";
 import { isDuplicateKey } from "../store/index.js";
 import { FIELD_LIMITS, FieldTooLarge, checkBytes } from "./field-limits.js";
+import { parseHistoryRow } from "./history-json.js";
 import { historyMetrics, summaryNumbers } from "./history-rows.js";
+import type { WandbRunHistory } from "./run-history.js";
 import type { RunAttributes, WandbRunRecord, WandbRunStates } from "./run-state.js";
 
 export interface WandbRun {
@@ -27,11 +29,16 @@ export interface WandbRun {
 const RUN_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export class WandbRuns {
+  /** The runs' whole history rows (run-history.ts). */
+  readonly history: WandbRunHistory;
+
   constructor(
     private readonly runs: Runs,
     private readonly states: WandbRunStates,
     private readonly registry: ModelRegistry,
-  ) {}
+  ) {
+    this.history = states.history;
+  }
 
   /** The run `id` of the caller's project, or null. */
   async find(entity: string, project: string, id: string): Promise<WandbRun | null> {
@@ -48,6 +55,36 @@ export class WandbRuns {
     const model = await this.registry.findByName(entity, project, id);
     const run = model ? await this.runs.find(model.run_id) : null;
     return run ? { run, state: await this.states.find(run._id), name: run._id } : null;
+  }
+
+  /** The runs of the entity's project the W&B API knows (made or touched by the SDK), newest first. */
+  async list(entity: string, project: string, offset: number, limit: number): Promise<WandbRun[]> {
+    return this.withRuns(await this.states.list(entity, project, offset, limit));
+  }
+
+  count(entity: string, project: string): Promise<number> {
+    return this.states.count(entity, project);
+  }
+
+  /** `useArtifact`: the run used the artifact version `artifactId`. */
+  async recordUse(found: WandbRun, artifactId: string): Promise<void> {
+    if (!found.state) await this.states.upsert(found.run._id, { entity: found.run.entity, project: found.run.project, runName: found.name }, {});
+    await this.states.recordUse(found.run._id, artifactId);
+  }
+
+  /** The entity's runs that used the artifact version `artifactId`, the first `limit`. */
+  async usersOf(entity: string, artifactId: string, limit: number): Promise<WandbRun[]> {
+    return this.withRuns(await this.states.usersOf(entity, artifactId, limit));
+  }
+
+  /** The runs of W&B records (a record whose run is gone is left out). */
+  private async withRuns(states: readonly WandbRunRecord[]): Promise<WandbRun[]> {
+    const found: WandbRun[] = [];
+    for (const state of states) {
+      const run = await this.runs.find(state._id);
+      if (run) found.push({ run, state, name: state.run_name });
+    }
+    return found;
   }
 
   /** `upsertBucket`: the run, created when new, with the attributes the SDK sent. */
@@ -89,9 +126,10 @@ export class WandbRuns {
   }
 
   /**
-   * One file-stream request: new history lines go into the run's metric history (a retried request
-   * repeats lines already counted: those are skipped by their offset), the summary and the exit
-   * into the W&B record. Sizes are checked before anything is stored.
+   * One file-stream request: new history lines are kept whole (run-history.ts) and their numbers go
+   * into the run's metric history (a retried request repeats lines already counted: those are
+   * skipped by their offset), the summary and the exit into the W&B record. Sizes are checked
+   * before anything is stored.
    */
   async recordStream(
     found: WandbRun,
@@ -105,10 +143,12 @@ export class WandbRuns {
     const points = historyMetrics(fresh);
     const summary = stream.summary !== null ? summaryNumbers(stream.summary) : {};
     checkMetricNames(found.run, [...points.flatMap((point) => Object.keys(point.values)), ...Object.keys(summary)]);
+    await this.history.append(found.run._id, counted, fresh);
     for (const { step, split, values } of points) await this.runs.append(found.run._id, step, split, values);
     if (stream.summary !== null) await this.runs.mergeSummary(found.run._id, summary);
     if (!found.state) await this.states.upsert(found.run._id, { entity: found.run.entity, project: found.run.project, runName: found.name }, {});
-    await this.states.recordStream(found.run._id, { historyLines: fresh, eventsLines: stream.events, logLines: stream.logLines, summary: stream.summary, exitCode: stream.exitCode });
+    const historyRows = fresh.map(parseHistoryRow);
+    await this.states.recordStream(found.run._id, { historyLines: fresh, historyRows, eventsLines: stream.events, logLines: stream.logLines, summary: stream.summary, exitCode: stream.exitCode });
   }
 
   async deleteState(runId: string): Promise<void> {

@@ -102,7 +102,7 @@ function assertNoFailures(name: string, failures: Failure[]): void {
 
 describe("W&B API fuzz", () => {
   it("GraphQL: generated documents, documents past the limits, soup and junk variables", async () => {
-    const fixtures = readdirSync(SDK_DOCUMENTS).filter((f) => f.endsWith(".graphql")).map((f) => readFileSync(join(SDK_DOCUMENTS, f), "utf8"));
+    const fixtures = readdirSync(SDK_DOCUMENTS, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".graphql")).map((f) => readFileSync(join(SDK_DOCUMENTS, f), "utf8"));
     const { entity, models } = h.targets;
     const gen = new GraphqlGen(servedSchema(), { entities: [entity.a, entity.b, "nobody"], projects: ["pa", "pb", "uncategorized"], runs: ["fuzz-run", ...models.a.map((m) => m.name), ...models.b.map((m) => m.name), ...models.a.map((m) => m.runId)], artifactIds: transfer.artifactIds }, fixtures);
     const auth = [basic(h.targets.key.a), basic(h.targets.key.b)];

@@ -270,7 +270,7 @@ describe("Connect, gRPC-Web and gRPC fuzz: every method", () => {
 });
 
 describe("W&B API fuzz (the wandb SDK's surface)", () => {
-  const fixtures = readdirSync(SDK_DOCUMENTS).filter((f) => f.endsWith(".graphql")).map((f) => readFileSync(join(SDK_DOCUMENTS, f), "utf8"));
+  const fixtures = readdirSync(SDK_DOCUMENTS, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".graphql")).map((f) => readFileSync(join(SDK_DOCUMENTS, f), "utf8"));
 
   function wandbCases(): fc.Arbitrary<WandbCase> {
     const a = h.targets;

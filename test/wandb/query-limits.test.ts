@@ -6,7 +6,8 @@ import { describe, expect, it } from "vitest";
 import { CostBudget } from "../../services/wandb/cost-budget.js";
 import { checkBytes, FieldTooLarge, tailWithin } from "../../services/wandb/field-limits.js";
 import { servedSchema } from "../../services/wandb/graphql.js";
-import { checkDocument, costOf, DATABASE_FIELD_WEIGHT, DATABASE_FIELDS, DEFAULT_QUERY_LIMITS, MAX_PAGE, QueryRefused, type QueryLimits } from "../../services/wandb/query-limits.js";
+import { MAX_HISTORY_SAMPLES } from "../../services/wandb/history-sampling.js";
+import { BOUNDED_LISTS, checkDocument, costOf, DATABASE_FIELD_WEIGHT, DATABASE_FIELDS, DEFAULT_QUERY_LIMITS, MAX_PAGE, QueryRefused, ROW_FIELDS, type QueryLimits } from "../../services/wandb/query-limits.js";
 
 const limits: QueryLimits = { ...DEFAULT_QUERY_LIMITS };
 const refusal = (run: () => unknown): string | null => {
@@ -84,12 +85,30 @@ describe("GraphQL cost", () => {
     expect(cost(q, { input: { storageLayout: "V2", artifactFiles: specs(40) } })).toBe(40 * DATABASE_FIELD_WEIGHT + 2);
   });
 
+  it("adds one per history row a read may return (samples, default 500, at most 10,000)", () => {
+    const run = (field: string) => `query ($specs: [JSONString!]!, $samples: Int) { project(name: "p") { run(name: "r") { ${field} } } }`;
+    // project (1) + run (a lookup) + the history field (a lookup) + its rows
+    const base = 1 + 2 * DATABASE_FIELD_WEIGHT;
+    expect(cost(run("history(samples: 20)"), { specs: [] })).toBe(base + 20);
+    expect(cost(run("history"), { specs: [] })).toBe(base + 500);
+    expect(cost(run("history(samples: $samples)"), { specs: [], samples: 10 ** 9 })).toBe(base + MAX_HISTORY_SAMPLES);
+    const specs = [JSON.stringify({ keys: ["loss"], samples: 100 }), JSON.stringify({ keys: ["acc"] }), "not json"];
+    expect(cost(run("sampledHistory(specs: $specs)"), { specs })).toBe(base + 100 + 500 + 500);
+    expect(cost(run(`parquetHistory(liveKeys: ["_step"]) { parquetUrls liveData }`), { specs: [] })).toBe(base + 2);
+  });
+
+  it("multiplies a bounded list without pages by its bound", () => {
+    const usedBy = `{ artifact(id: "x") { usedBy { edges { node { name } } } } }`;
+    // artifact, usedBy (lookups) + bound * (edges + node + name)
+    expect(cost(usedBy)).toBe(2 * DATABASE_FIELD_WEIGHT + (BOUNDED_LISTS["Artifact.usedBy"] ?? 0) * 3);
+  });
+
   it("refuses variables that do not fit the operation as a GraphQL error", () => {
     expect(() => cost(files("$first"), { first: "many" })).toThrow(/Int cannot represent/);
   });
 
   it("names only fields the schema has", () => {
-    for (const name of DATABASE_FIELDS) {
+    for (const name of [...DATABASE_FIELDS, ...Object.keys(ROW_FIELDS), ...Object.keys(BOUNDED_LISTS)]) {
       const [type, field] = name.split(".") as [string, string];
       const found = schema.getType(type);
       expect(found && "getFields" in found ? Object.keys(found.getFields()) : [], name).toContain(field);
