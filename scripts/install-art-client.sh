@@ -52,22 +52,7 @@ STAMP="$VENV/$STAMP_NAME"
 source "$ROOT/scripts/link-cached.sh"
 # shellcheck source=venv-install.sh
 source "$ROOT/scripts/venv-install.sh"
-installed() { venv_ready "$VENV" "$STAMP" "$KEY"; }
-link() { link_cached "$VENV" "$LINK"; }
-
-if installed; then
-  link
-  echo "install-art-client: Python environment ready at $VENV ($PYVER, on $TRAINER_VENV)"
-  exit 0
-fi
-
-mkdir -p "$CACHE"
-venv_lock "$CACHE/art-client-venv-$KEY.lock" install-art-client
-if installed; then
-  link
-  echo "install-art-client: Python environment ready at $VENV (installed by a concurrent run)"
-  exit 0
-fi
+venv_reuse_or_lock install-art-client "$VENV" "$STAMP" "$KEY" "$LINK" "$CACHE/art-client-venv-$KEY.lock" "$PYVER, on $TRAINER_VENV"
 
 START=$SECONDS
 venv_fresh install-art-client "$VENV" "$PYVER" "the ART client's Python environment (openpipe-art, wandb, litellm, ...: about 300 MB, first time only; torch etc. come from the trainer's)"
@@ -147,7 +132,7 @@ assert wandb.__version__ == "0.25.0", wandb.__version__
 EOF
 
 venv_stamp "$STAMP" "$KEY"
-link
+link_cached "$VENV" "$LINK"
 echo "install-art-client: done in $((SECONDS - START)) s: $VENV (linked from .cache/art-client-venv)"
 
 others="$(find "$CACHE" -maxdepth 1 -name 'art-client-venv-*' -type d ! -name "art-client-venv-$KEY" 2>/dev/null || true)"

@@ -81,22 +81,7 @@ STAMP="$VENV/.srl-client-installed"
 source "$ROOT/scripts/link-cached.sh"
 # shellcheck source=venv-install.sh
 source "$ROOT/scripts/venv-install.sh"
-installed() { venv_ready "$VENV" "$STAMP" "$KEY"; }
-link() { link_cached "$VENV" "$LINK"; }
-
-if installed; then
-  link
-  echo "$WHO: ready at $VENV ($PYVER)"
-  exit 0
-fi
-
-mkdir -p "$CACHE"
-venv_lock "$CACHE/client-$NAME-$KEY.lock" "$WHO"
-if installed; then
-  link
-  echo "$WHO: ready at $VENV (installed by a concurrent run)"
-  exit 0
-fi
+venv_reuse_or_lock "$WHO" "$VENV" "$STAMP" "$KEY" "$LINK" "$CACHE/client-$NAME-$KEY.lock" "$PYVER"
 
 START=$SECONDS
 echo "$WHO: using $PYVER at $PYTHON (the newest CPython >= $required found)"
@@ -115,7 +100,7 @@ if ! "${PIP[@]}" check; then
   exit 1
 fi
 venv_stamp "$STAMP" "$KEY"
-link
+link_cached "$VENV" "$LINK"
 echo "$WHO: done in $((SECONDS - START)) s: $VENV (linked from .cache/clients/$NAME)"
 
 others="$(find "$CACHE" -maxdepth 1 -name "client-$NAME-*" -type d ! -name "client-$NAME-$KEY" 2>/dev/null || true)"

@@ -39,22 +39,7 @@ STAMP="$VENV/$STAMP_NAME"
 source "$ROOT/scripts/link-cached.sh"
 # shellcheck source=venv-install.sh
 source "$ROOT/scripts/venv-install.sh"
-installed() { venv_ready "$VENV" "$STAMP" "$KEY"; }
-link() { link_cached "$VENV" "$LINK"; }
-
-if installed; then
-  link
-  echo "install-trainer: Python environment ready at $VENV ($PYVER)"
-  exit 0
-fi
-
-mkdir -p "$CACHE"
-venv_lock "$CACHE/trainer-venv-$KEY.lock" install-trainer
-if installed; then
-  link
-  echo "install-trainer: Python environment ready at $VENV (installed by a concurrent run)"
-  exit 0
-fi
+venv_reuse_or_lock install-trainer "$VENV" "$STAMP" "$KEY" "$LINK" "$CACHE/trainer-venv-$KEY.lock" "$PYVER"
 
 START=$SECONDS
 venv_fresh install-trainer "$VENV" "$PYVER" "the trainer's Python environment (PyTorch and its CUDA libraries: several GB, first time only)"
@@ -73,7 +58,7 @@ echo "install-trainer: checking that torch, transformers, peft, gguf, safetensor
 "$VENV/bin/python" -c "import torch, transformers, peft, gguf, safetensors, numpy, grpc, grpc_tools, google.protobuf"
 
 venv_stamp "$STAMP" "$KEY"
-link
+link_cached "$VENV" "$LINK"
 echo "install-trainer: done in $((SECONDS - START)) s: $VENV (linked from .cache/trainer-venv)"
 
 others="$(find "$CACHE" -maxdepth 1 -name 'trainer-venv-*' -type d ! -name "trainer-venv-$KEY" 2>/dev/null || true)"

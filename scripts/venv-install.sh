@@ -25,6 +25,26 @@ venv_fresh() {
   fi
 }
 
+# venv_reuse_or_lock WHO VENV STAMP KEY LINK LOCKFILE WHAT: when VENV is installed for KEY, points
+# LINK at it, says so and ends the calling script; otherwise takes the install lock (waiting for a
+# concurrent install of the same environment, then checking again) and returns, so the caller
+# installs. Needs link-cached.sh sourced.
+venv_reuse_or_lock() {
+  local who="$1" venv="$2" stamp="$3" key="$4" link="$5" lockfile="$6" what="$7"
+  if venv_ready "$venv" "$stamp" "$key"; then
+    link_cached "$venv" "$link"
+    echo "$who: ready at $venv ($what)"
+    exit 0
+  fi
+  mkdir -p "$(dirname "$lockfile")"
+  venv_lock "$lockfile" "$who"
+  if venv_ready "$venv" "$stamp" "$key"; then
+    link_cached "$venv" "$link"
+    echo "$who: ready at $venv ($what; installed by a concurrent run)"
+    exit 0
+  fi
+}
+
 # venv_stamp STAMP KEY: marks the environment complete for KEY (written whole, then renamed).
 venv_stamp() {
   printf '%s\n' "$2" >"$1.tmp"
