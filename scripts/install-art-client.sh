@@ -63,12 +63,7 @@ PIP=("$PY" -m pip --disable-pip-version-check --no-input)
 # The venv's bundled setuptools would hide the trainer's pinned one; the overlay adds nothing of
 # its own there.
 "${PIP[@]}" uninstall --yes --quiet setuptools >/dev/null 2>&1 || true
-status=0
-pip_install_logged "the ART client's Python environment" "$VENV" "$CACHE/art-client-venv-$KEY.pip.log" "${PIP[@]}" install --no-deps --only-binary=:all: -r "$LOCK" || status=$?
-if [ "$status" -ne 0 ]; then
-  echo "install-art-client: pip install failed (exit $status); the unfinished environment at $VENV is redone on the next run" >&2
-  exit "$status"
-fi
+venv_install_lock install-art-client "the ART client's Python environment" "$VENV" "$LOCK" "$CACHE/art-client-venv-$KEY.pip.log"
 
 # After the overlay's own site-packages (a .pth line is appended to sys.path), so its pins win.
 # Written after pip install, so pip never sees (nor tries to replace) the trainer's packages.

@@ -88,12 +88,7 @@ echo "$WHO: using $PYVER at $PYTHON (the newest CPython >= $required found)"
 venv_fresh "$WHO" "$VENV" "$PYVER" "the $NAME client environment ($(grep -c '==' "$LOCK") pinned packages, first time only)" "$PYTHON"
 PY="$VENV/bin/python"
 PIP=("$PY" -m pip --disable-pip-version-check --no-input)
-status=0
-pip_install_logged "the $NAME client environment" "$VENV" "$CACHE/client-$NAME-$KEY.pip.log" "${PIP[@]}" install --no-deps --only-binary=:all: -r "$LOCK" || status=$?
-if [ "$status" -ne 0 ]; then
-  echo "$WHO: pip install failed (exit $status); the unfinished environment at $VENV is redone on the next run" >&2
-  exit "$status"
-fi
+venv_install_lock "$WHO" "the $NAME client environment" "$VENV" "$LOCK" "$CACHE/client-$NAME-$KEY.pip.log"
 echo "$WHO: checking the requirements of every package (pip check)"
 if ! "${PIP[@]}" check; then
   echo "$WHO: the lock's packages do not satisfy each other's requirements (above)" >&2

@@ -45,12 +45,7 @@ START=$SECONDS
 venv_fresh install-trainer "$VENV" "$PYVER" "the trainer's Python environment (PyTorch and its CUDA libraries: several GB, first time only)"
 
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --no-input)
-status=0
-pip_install_logged "the trainer's Python environment" "$VENV" "$CACHE/trainer-venv-$KEY.pip.log" "${PIP[@]}" install --no-deps --only-binary=:all: -r "$LOCK" || status=$?
-if [ "$status" -ne 0 ]; then
-  echo "install-trainer: pip install failed (exit $status); the unfinished environment at $VENV is redone on the next run" >&2
-  exit "$status"
-fi
+venv_install_lock install-trainer "the trainer's Python environment" "$VENV" "$LOCK" "$CACHE/trainer-venv-$KEY.pip.log"
 
 echo "install-trainer: pip check"
 "${PIP[@]}" check

@@ -92,3 +92,16 @@ pip_install_logged() {
   rm -f "$log"
   return "$status"
 }
+
+# venv_install_lock WHO WHAT VENV LOCK LOGFILE: installs exactly LOCK's pins into VENV (pip
+# install --no-deps --only-binary=:all: -r LOCK, progress as pip_install_logged shows it); when pip
+# fails, says so and ends the calling script with pip's status (the environment has no stamp, so
+# the next run redoes it).
+venv_install_lock() {
+  local who="$1" what="$2" venv="$3" lock="$4" log="$5" status=0
+  pip_install_logged "$what" "$venv" "$log" "$venv/bin/python" -m pip --disable-pip-version-check --no-input install --no-deps --only-binary=:all: -r "$lock" || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "$who: pip install failed (exit $status); the unfinished environment at $venv is redone on the next run" >&2
+    exit "$status"
+  fi
+}
