@@ -12,5 +12,5 @@ export { buildRemoteEngines } from "./engine/remote/build.js";
 
 // llama.cpp: where a base model's GGUF is, and its vocabulary and chat template (training
 // tokenizes with the engine's own).
-export { chatTemplateOf, vocabTokens } from "./engine/llama/model-info.js";
+export { chatTemplateOf, textPromptTokens, vocabTokens } from "./engine/llama/model-info.js";
 export { modelPath } from "./engine/llama/model-source.js";

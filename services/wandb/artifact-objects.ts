@@ -4,9 +4,7 @@
 import { manifestDigest, type ArtifactView } from "./artifact-views.js";
 import { BOUNDED_LISTS } from "./query-limits.js";
 import type { ResolverDeps } from "./resolver-deps.js";
-import { projectRef, runObject } from "./run-objects.js";
-
-const b64 = (text: string) => Buffer.from(text).toString("base64");
+import { b64, projectRef, runObject } from "./run-objects.js";
 
 /**
  * Bound to the exact bytes: the file's blob (content hash) and the version's creation time, so a

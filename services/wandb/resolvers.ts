@@ -5,15 +5,13 @@
 import { badRequest, notFound, unimplemented } from "../core/errors.js";
 import { artifactGraphqlId, type ArtifactView } from "./artifact-views.js";
 import { artifactObject, artifactTypeObject, membershipObject, sequenceObject } from "./artifact-objects.js";
-import { entityObject, parseObject, projectRef, runIdOfStorageId, runObject, userObject } from "./run-objects.js";
+import { b64, entityObject, parseObject, projectRef, runIdOfStorageId, runObject, userObject } from "./run-objects.js";
 import type { ResolverDeps } from "./resolver-deps.js";
 import { projectRunFields } from "./run-listing.js";
 import { MANIFEST_LIMIT_BYTES } from "./artifact-uploads.js";
 import { checkBytes, FIELD_LIMITS } from "./field-limits.js";
 
 const DEFAULT_PROJECT = "uncategorized";
-const b64 = (text: string) => Buffer.from(text).toString("base64");
-
 type Args = Record<string, unknown>;
 const str = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null);
 

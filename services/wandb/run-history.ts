@@ -7,7 +7,7 @@
 import type { Collection, Db, Filter } from "mongodb";
 import { isDuplicateKey } from "../store/index.js";
 import { FieldTooLarge } from "./field-limits.js";
-import { parseHistoryRow, stepOf } from "./history-json.js";
+import { stepOf, type HistoryRow } from "./history-json.js";
 
 interface HistoryLineRecord {
   /** `{run}#{index}`: a line stored again (a retried request) is a duplicate, not a second row. */
@@ -41,12 +41,15 @@ export class WandbRunHistory {
     await this.lines.createIndex({ run_id: 1, step: 1 }, { name: "run_step" });
   }
 
-  /** Stores `lines` as the run's lines `firstIndex`, `firstIndex + 1`, ... (those stored already are kept). */
-  async append(runId: string, firstIndex: number, lines: readonly string[]): Promise<void> {
+  /**
+   * Stores `lines` as the run's lines `firstIndex`, `firstIndex + 1`, ... (those stored already are
+   * kept); `rows` are the lines parsed (parseHistoryRow), one per line.
+   */
+  async append(runId: string, firstIndex: number, lines: readonly string[], rows: readonly (HistoryRow | null)[]): Promise<void> {
     if (lines.length === 0) return;
     const records = lines.map((line, offset) => {
       const index = firstIndex + offset;
-      return { _id: `${runId}#${index}`, run_id: runId, index, step: stepOf(parseHistoryRow(line)), line };
+      return { _id: `${runId}#${index}`, run_id: runId, index, step: stepOf(rows[offset] ?? null), line };
     });
     try {
       await this.lines.insertMany(records, { ordered: false });

@@ -6,7 +6,8 @@ import type { ResolverDeps } from "./resolver-deps.js";
 import { runHistoryFields } from "./run-history-fields.js";
 import type { WandbRun } from "./wandb-runs.js";
 
-const b64 = (text: string) => Buffer.from(text).toString("base64");
+/** A GraphQL object id as W&B writes them: base64 of `Type:key` (opaque to the SDK). */
+export const b64 = (text: string) => Buffer.from(text).toString("base64");
 
 /** W&B's storage id of a run: opaque to the SDK, which sends it back as `upsertBucket(id:)`. */
 export function runStorageId(entity: string, project: string, runId: string): string {

@@ -143,11 +143,11 @@ export class WandbRuns {
     const points = historyMetrics(fresh);
     const summary = stream.summary !== null ? summaryNumbers(stream.summary) : {};
     checkMetricNames(found.run, [...points.flatMap((point) => Object.keys(point.values)), ...Object.keys(summary)]);
-    await this.history.append(found.run._id, counted, fresh);
+    const historyRows = fresh.map(parseHistoryRow);
+    await this.history.append(found.run._id, counted, fresh, historyRows);
     for (const { step, split, values } of points) await this.runs.append(found.run._id, step, split, values);
     if (stream.summary !== null) await this.runs.mergeSummary(found.run._id, summary);
     if (!found.state) await this.states.upsert(found.run._id, { entity: found.run.entity, project: found.run.project, runName: found.name }, {});
-    const historyRows = fresh.map(parseHistoryRow);
     await this.states.recordStream(found.run._id, { historyLines: fresh, historyRows, eventsLines: stream.events, logLines: stream.logLines, summary: stream.summary, exitCode: stream.exitCode });
   }
 

@@ -19,6 +19,17 @@ export function vocabSize(model: LlamaModel): number {
   return tokens.length;
 }
 
+/**
+ * A text prompt's tokens as the completions endpoint and vLLM's tokenizer call take it: special-token
+ * text recognised, BOS prepended where the tokenizer adds one and add_special_tokens asks for it.
+ * The trainer tokenizes captured legacy completions the same way.
+ */
+export function textPromptTokens(model: LlamaModel, text: string, addSpecialTokens: boolean): Token[] {
+  const tokens = model.tokenize(text, true);
+  const bos = model.tokens.bos;
+  return addSpecialTokens && model.tokens.shouldPrependBosToken && bos !== null && tokens[0] !== bos ? [bos, ...tokens] : tokens;
+}
+
 export function chatTemplateOf(model: LlamaModel): string | null {
   const template = tokenizerMetadata(model)?.chat_template;
   return typeof template === "string" && template.length > 0 ? template : null;

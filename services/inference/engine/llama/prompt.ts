@@ -6,7 +6,7 @@ import { Template } from "@huggingface/jinja";
 import type { LlamaModel, Token } from "node-llama-cpp";
 import type { GenerateRequest } from "../protocol.js";
 import { EngineRequestError } from "./errors.js";
-import { chatTemplateOf, vocabSize } from "./model-info.js";
+import { chatTemplateOf, textPromptTokens, vocabSize } from "./model-info.js";
 import { refuseUnfittable } from "./prompt-bound.js";
 
 export interface Prompt {
@@ -79,9 +79,7 @@ function rawPrompt(model: LlamaModel, request: GenerateRequest, prompt: { text: 
   let tokens: Token[];
   if ("text" in prompt) {
     refuseUnfittable(model, prompt.text, request, contextSize);
-    tokens = model.tokenize(prompt.text, true);
-    const bos = model.tokens.bos;
-    if (request.addSpecialTokens && model.tokens.shouldPrependBosToken && bos !== null && tokens[0] !== bos) tokens = [bos, ...tokens];
+    tokens = textPromptTokens(model, prompt.text, request.addSpecialTokens);
   } else {
     const size = vocabSize(model);
     const bad = prompt.tokenIds.find((id) => !Number.isInteger(id) || id < 0 || id >= size);

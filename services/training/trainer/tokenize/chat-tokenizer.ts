@@ -5,7 +5,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Template } from "@huggingface/jinja";
 import { getLlama, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
 // The same reading of the GGUF tokenizer metadata as the inference engine's.
-import { chatTemplateOf, vocabTokens } from "../../../inference/index.js";
+import { chatTemplateOf, textPromptTokens, vocabTokens } from "../../../inference/index.js";
 import { TrainingInputError } from "../api.js";
 import { flattenTextParts, parseToolArguments, templateWantsParsedArguments } from "./messages.js";
 
@@ -97,16 +97,9 @@ export class ChatTokenizer {
     return this.model.tokenize(text, specialTokens).map(Number);
   }
 
-  /**
-   * A legacy completion's text prompt as the completions endpoint tokenizes it
-   * (services/inference/engine/llama/prompt.ts rawPrompt): special-token text recognised, BOS
-   * prepended where the tokenizer adds one and add_special_tokens asks for it.
-   */
+  /** A legacy completion's text prompt as the completions endpoint tokenizes it. */
   promptTokens(text: string, addSpecialTokens: boolean): number[] {
-    const tokens = this.tokenize(text, true);
-    const bos = this.model.tokens.bos;
-    if (addSpecialTokens && this.model.tokens.shouldPrependBosToken && bos !== null && tokens[0] !== bos) return [bos, ...tokens];
-    return tokens;
+    return textPromptTokens(this.model, text, addSpecialTokens).map(Number);
   }
 
   detokenize(tokens: readonly number[], specialTokens = true): string {

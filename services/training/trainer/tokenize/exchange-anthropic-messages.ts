@@ -7,8 +7,8 @@
 // inference server adds them; Anthropic's own API sends none, so such a turn has no sampled tokens.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { TrainingInputError } from "../api.js";
-import { isObject } from "./messages.js";
-import { choiceItem, exchangeModel, exchangeTimes, listOf, logprobOf, optionalIds, requestAndResponse, sampledFromIds, type CapturedTurn, type ExactTokens } from "./exchange-captured-turn.js";
+import { isObject, listOf } from "./messages.js";
+import { choiceItem, exchangeModel, exchangeTimes, logprobOf, optionalIds, requestAndResponse, sampledFromIds, type CapturedTurn, type ExactTokens } from "./exchange-captured-turn.js";
 
 export function anthropicMessagesTurn(exchange: JsonValue, where: string): CapturedTurn {
   const { request, response } = requestAndResponse(exchange, where);

@@ -101,9 +101,3 @@ export function choiceItem(message: JsonObject, sampled: SampledToken[] | null, 
 export function sampledFromIds(ids: readonly number[], logprobs: readonly (number | null)[]): SampledToken[] {
   return ids.map((id, i) => ({ token: `token_id:${id}`, logprob: logprobs[i] ?? null, bytes: null }));
 }
-
-export function listOf(value: JsonValue | undefined, where: string): JsonValue[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) throw new TrainingInputError(`${where}: expected a list`);
-  return value;
-}

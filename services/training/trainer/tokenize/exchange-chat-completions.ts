@@ -4,8 +4,8 @@
 // `_chat_choice_tokens` / `_chat_choice_output_tokens`).
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { TrainingInputError } from "../api.js";
-import { isObject, normalizeTools, parseItem } from "./messages.js";
-import { exchangeModel, exchangeTimes, listOf, logprobOf, optionalIds, requestAndResponse, tokenIdOf, type CapturedOutput, type CapturedTurn, type ExactTokens } from "./exchange-captured-turn.js";
+import { isObject, listOf, normalizeTools, parseItem } from "./messages.js";
+import { exchangeModel, exchangeTimes, logprobOf, optionalIds, requestAndResponse, tokenIdOf, type CapturedOutput, type CapturedTurn, type ExactTokens } from "./exchange-captured-turn.js";
 
 export function chatCompletionsTurn(exchange: JsonValue, where: string): CapturedTurn {
   const { request, response } = requestAndResponse(exchange, where);

@@ -6,8 +6,8 @@
 // completions endpoint does and the output from its logprob tokens, else its text.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { TrainingInputError } from "../api.js";
-import { isObject, type SampledToken } from "./messages.js";
-import { choiceItem, exchangeModel, exchangeTimes, listOf, logprobOf, optionalIds, requestAndResponse, tokenIdOf, type CapturedOutput, type CapturedTurn, type ExactTokens, type TextGeneration } from "./exchange-captured-turn.js";
+import { isObject, listOf, type SampledToken } from "./messages.js";
+import { choiceItem, exchangeModel, exchangeTimes, logprobOf, optionalIds, requestAndResponse, tokenIdOf, type CapturedOutput, type CapturedTurn, type ExactTokens, type TextGeneration } from "./exchange-captured-turn.js";
 
 export function completionsTurn(exchange: JsonValue, where: string): CapturedTurn {
   const { request, response } = requestAndResponse(exchange, where);

@@ -9,8 +9,8 @@
 // generation: `prompt_token_ids` plus `token_ids` or `output_tokens`).
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { TrainingInputError } from "../api.js";
-import { isObject, type SampledToken } from "./messages.js";
-import { choiceItem, exchangeModel, exchangeTimes, listOf, logprobOf, optionalIds, requestAndResponse, tokenIdOf, type CapturedTurn, type ExactTokens } from "./exchange-captured-turn.js";
+import { isObject, listOf, type SampledToken } from "./messages.js";
+import { choiceItem, exchangeModel, exchangeTimes, logprobOf, optionalIds, requestAndResponse, tokenIdOf, type CapturedTurn, type ExactTokens } from "./exchange-captured-turn.js";
 
 export function responsesTurn(exchange: JsonValue, where: string): CapturedTurn {
   const { request, response } = requestAndResponse(exchange, where);

@@ -6,9 +6,9 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { parseModelName } from "../../../models/index.js";
 import { TrainingInputError } from "../api.js";
-import { isObject } from "./messages.js";
+import { isObject, listOf } from "./messages.js";
 import { anthropicMessagesTurn } from "./exchange-anthropic-messages.js";
-import { listOf, type CapturedTurn, type ExchangeKind } from "./exchange-captured-turn.js";
+import { type CapturedTurn, type ExchangeKind } from "./exchange-captured-turn.js";
 import { chatCompletionsTurn } from "./exchange-chat-completions.js";
 import { completionsTurn } from "./exchange-completions.js";
 import { responsesTurn } from "./exchange-responses.js";

@@ -39,6 +39,13 @@ export function isObject(value: JsonValue | undefined): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** A list as sent: absent or null is empty, anything else but a list is refused naming `where`. */
+export function listOf(value: JsonValue | undefined, where: string): JsonValue[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new TrainingInputError(`${where}: expected a list`);
+  return value;
+}
+
 /**
  * A Choice is recognised structurally, as ART's own readers do after a JSON round trip: no
  * top-level `role`, and a `message` object (or the Choice-only keys finish_reason / logprobs).

@@ -6,7 +6,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { TrainingInputError } from "../api.js";
 import type { CapturedTurn } from "./exchange-captured-turn.js";
 import { selectTurns, type TrainedModel } from "./exchange-select-turns.js";
-import { isObject, normalizeTools, parseItem, type HistoryItem } from "./messages.js";
+import { isObject, listOf, normalizeTools, parseItem, type HistoryItem } from "./messages.js";
 
 export interface ParsedHistory {
   items: HistoryItem[];
@@ -65,10 +65,4 @@ function parseTrajectory(value: JsonValue, where: string, trained: TrainedModel 
 function parseHistory(value: JsonObject, where: string): ParsedHistory {
   const items = listOf(value.messages_and_choices, `${where}.messages_and_choices`).map((item, i) => parseItem(item, `${where}.messages_and_choices[${i}]`));
   return { items, tools: normalizeTools(value.tools, where), where };
-}
-
-function listOf(value: JsonValue | undefined, where: string): JsonValue[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) throw new TrainingInputError(`${where}: expected a list`);
-  return value;
 }
