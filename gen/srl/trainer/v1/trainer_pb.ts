@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/trainer/v1/trainer.proto.
  */
 export const file_srl_trainer_v1_trainer: GenFile = /*@__PURE__*/
-  fileDesc("ChxzcmwvdHJhaW5lci92MS90cmFpbmVyLnByb3RvEg5zcmwudHJhaW5lci52MSIRCg9EZXNjcmliZVJlcXVlc3Qi4wEKEERlc2NyaWJlUmVzcG9uc2USQAoIdmVyc2lvbnMYASADKAsyLi5zcmwudHJhaW5lci52MS5EZXNjcmliZVJlc3BvbnNlLlZlcnNpb25zRW50cnkSDgoGZGV2aWNlGAIgASgJEg8KB3RocmVhZHMYAyABKA0SFQoNYXJjaGl0ZWN0dXJlcxgEIAMoCRIMCgRidXN5GAUgASgIEhYKDnBlYWtfcnNzX2J5dGVzGAYgASgEGi8KDVZlcnNpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJmCglCYXNlTW9kZWwSDAoEbmFtZRgBIAEoCRIRCglnZ3VmX3BhdGgYAiABKAkSEQoJZ2d1Zl9zaXplGAMgASgEEg4KBnNvdXJjZRgEIAEoCRIVCg10cmFpbl93ZWlnaHRzGAUgASgJIkgKF0luc3BlY3RCYXNlTW9kZWxSZXF1ZXN0Ei0KCmJhc2VfbW9kZWwYASABKAsyGS5zcmwudHJhaW5lci52MS5CYXNlTW9kZWwilAEKGEluc3BlY3RCYXNlTW9kZWxSZXNwb25zZRIRCgl0cmFpbmFibGUYASABKAgSDgoGcmVhc29uGAIgASgJEhQKDGFyY2hpdGVjdHVyZRgDIAEoCRIUCgx0ZW5zb3JfdHlwZXMYBCADKAkSEQoJcXVhbnRpemVkGAUgASgIEhYKDmNvbnRleHRfbGVuZ3RoGAYgASgNIm4KCkxvcmFDb25maWcSFQoEcmFuaxgBIAEoDUIHyvMYAzoBOBIXCgVhbHBoYRgCIAEoAUIIyvMYBDoCMTYSFgoOdGFyZ2V0X21vZHVsZXMYAyADKAkSGAoEc2VlZBgEIAEoBEIKyvMYBjoEMzQwNyL9AgoGUmxMb3NzEh4KB2xvc3NfZm4YASABKAlCDcrzGAk6ByJjaXNwbyISDwoHZXBzaWxvbhgCIAEoARIUCgxlcHNpbG9uX2hpZ2gYAyABKAESMAoZaW1wb3J0YW5jZV9zYW1wbGluZ19sZXZlbBgEIAEoCUINyvMYCToHInRva2VuIhI5CjFtYXhfbmVnYXRpdmVfYWR2YW50YWdlX2ltcG9ydGFuY2Vfc2FtcGxpbmdfd2VpZ2h0GAUgASgBEhcKD21hc2tfcHJvYl9yYXRpbxgGIAEoCBITCgtraW1pX2syX3RhdRgHIAEoARIlCh10cnVuY2F0ZWRfaW1wb3J0YW5jZV9zYW1wbGluZxgIIAEoARIXCg9rbF9wZW5hbHR5X2NvZWYYCSABKAESMgoRa2xfcGVuYWx0eV9zb3VyY2UYCiABKAlCF8rzGBM6ESJjdXJyZW50X2xlYXJuZXIiEh0KFXByZWNhbGN1bGF0ZV9sb2dwcm9icxgLIAEoCCIJCgdTZnRMb3NzIowBCg9PcHRpbWl6ZXJDb25maWcSFAoMd2VpZ2h0X2RlY2F5GAEgASgBEhUKDW1heF9ncmFkX25vcm0YAiABKAESGAoFYmV0YTEYAyABKAFCCcrzGAU6AzAuORIZCgViZXRhMhgEIAEoAUIKyvMYBjoEMC45ORIXCgNlcHMYBSABKAFCCsrzGAY6BDFlLTgiNAoNT3B0aW1pemVyU3RlcBIMCgRyb3dzGAEgAygNEhUKDWxlYXJuaW5nX3JhdGUYAiABKAEiaAoNUmVzb3VyY2VIaW50cxIaChJtaWNyb19iYXRjaF90b2tlbnMYASABKA0SGwoTbG9naXRzX2NodW5rX3Rva2VucxgCIAEoDRIeChZncmFkaWVudF9jaGVja3BvaW50aW5nGAMgASgJIoYDCgdKb2JTcGVjEg4KBmpvYl9pZBgBIAEoCRItCgpiYXNlX21vZGVsGAIgASgLMhkuc3JsLnRyYWluZXIudjEuQmFzZU1vZGVsEigKBGxvcmEYAyABKAsyGi5zcmwudHJhaW5lci52MS5Mb3JhQ29uZmlnEiYKA3NmdBgEIAEoCzIXLnNybC50cmFpbmVyLnYxLlNmdExvc3NIABIkCgJybBgFIAEoCzIWLnNybC50cmFpbmVyLnYxLlJsTG9zc0gAEjIKCW9wdGltaXplchgGIAEoCzIfLnNybC50cmFpbmVyLnYxLk9wdGltaXplckNvbmZpZxIsCgVzdGVwcxgHIAMoCzIdLnNybC50cmFpbmVyLnYxLk9wdGltaXplclN0ZXASEAoIbnVtX3Jvd3MYCCABKA0SMAoJcmVzb3VyY2VzGAkgASgLMh0uc3JsLnRyYWluZXIudjEuUmVzb3VyY2VIaW50cxIWCg5vdXRwdXRfZm9ybWF0cxgKIAMoCUIGCgRsb3NzImgKCFRva2VuUm93Eg4KBnRva2VucxgBIAMoBRIPCgd0cmFpbmVkGAIgAygIEhgKEHNhbXBsZXJfbG9ncHJvYnMYAyADKAISEQoJYWR2YW50YWdlGAQgASgCEg4KBndlaWdodBgFIAEoAiIyCghSb3dCYXRjaBImCgRyb3dzGAEgAygLMhguc3JsLnRyYWluZXIudjEuVG9rZW5Sb3ciZgoJRmlsZUNodW5rEikKBHJvbGUYASABKA4yGy5zcmwudHJhaW5lci52MS5BZGFwdGVyUm9sZRIOCgZmb3JtYXQYAiABKAkSEAoIZmlsZW5hbWUYAyABKAkSDAoEZGF0YRgEIAEoDCIKCghJbnB1dEVuZCLAAQoMVHJhaW5SZXF1ZXN0EicKBHNwZWMYASABKAsyFy5zcmwudHJhaW5lci52MS5Kb2JTcGVjSAASKQoEZmlsZRgCIAEoCzIZLnNybC50cmFpbmVyLnYxLkZpbGVDaHVua0gAEigKBHJvd3MYAyABKAsyGC5zcmwudHJhaW5lci52MS5Sb3dCYXRjaEgAEicKA2VuZBgEIAEoCzIYLnNybC50cmFpbmVyLnYxLklucHV0RW5kSABCCQoHbWVzc2FnZSJTCgdTdGFydGVkEhEKCW51bV9zdGVwcxgBIAEoDRIOCgZkZXZpY2UYAiABKAkSDwoHdGhyZWFkcxgDIAEoDRIUCgxsb2FkX3NlY29uZHMYBCABKAEihgEKC1N0ZXBNZXRyaWNzEgwKBHN0ZXAYASABKA0SOQoHbWV0cmljcxgCIAMoCzIoLnNybC50cmFpbmVyLnYxLlN0ZXBNZXRyaWNzLk1ldHJpY3NFbnRyeRouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASIqCghGaW5pc2hlZBIPCgd0cmFpbmVkGAIgASgISgQIARACUgdtZXRyaWNzIswBCg1UcmFpblJlc3BvbnNlEioKB3N0YXJ0ZWQYASABKAsyFy5zcmwudHJhaW5lci52MS5TdGFydGVkSAASKwoEc3RlcBgCIAEoCzIbLnNybC50cmFpbmVyLnYxLlN0ZXBNZXRyaWNzSAASKQoEZmlsZRgDIAEoCzIZLnNybC50cmFpbmVyLnYxLkZpbGVDaHVua0gAEiwKCGZpbmlzaGVkGAQgASgLMhguc3JsLnRyYWluZXIudjEuRmluaXNoZWRIAEIJCgdtZXNzYWdlIh8KC1Jvd0xvZ3Byb2JzEhAKCGxvZ3Byb2JzGAEgAygCIjoKDVNjb3JlUmVzcG9uc2USKQoEcm93cxgBIAMoCzIbLnNybC50cmFpbmVyLnYxLlJvd0xvZ3Byb2JzKpUBCgtBZGFwdGVyUm9sZRIcChhBREFQVEVSX1JPTEVfVU5TUEVDSUZJRUQQABIZChVBREFQVEVSX1JPTEVfUFJFVklPVVMQARIaChZBREFQVEVSX1JPTEVfUkVGRVJFTkNFEAISFwoTQURBUFRFUl9ST0xFX09VVFBVVBADEhgKFEFEQVBURVJfUk9MRV9JTklUSUFMEAQypgMKB1RyYWluZXISTQoIRGVzY3JpYmUSHy5zcmwudHJhaW5lci52MS5EZXNjcmliZVJlcXVlc3QaIC5zcmwudHJhaW5lci52MS5EZXNjcmliZVJlc3BvbnNlEmUKEEluc3BlY3RCYXNlTW9kZWwSJy5zcmwudHJhaW5lci52MS5JbnNwZWN0QmFzZU1vZGVsUmVxdWVzdBooLnNybC50cmFpbmVyLnYxLkluc3BlY3RCYXNlTW9kZWxSZXNwb25zZRJICgVUcmFpbhIcLnNybC50cmFpbmVyLnYxLlRyYWluUmVxdWVzdBodLnNybC50cmFpbmVyLnYxLlRyYWluUmVzcG9uc2UoATABEkgKBVNjb3JlEhwuc3JsLnRyYWluZXIudjEuVHJhaW5SZXF1ZXN0Gh0uc3JsLnRyYWluZXIudjEuU2NvcmVSZXNwb25zZSgBMAESUQoOQ29udmVydEFkYXB0ZXISHC5zcmwudHJhaW5lci52MS5UcmFpblJlcXVlc3QaHS5zcmwudHJhaW5lci52MS5UcmFpblJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_srl_v1_options]);
+  fileDesc("ChxzcmwvdHJhaW5lci92MS90cmFpbmVyLnByb3RvEg5zcmwudHJhaW5lci52MSIRCg9EZXNjcmliZVJlcXVlc3Qi4wEKEERlc2NyaWJlUmVzcG9uc2USQAoIdmVyc2lvbnMYASADKAsyLi5zcmwudHJhaW5lci52MS5EZXNjcmliZVJlc3BvbnNlLlZlcnNpb25zRW50cnkSDgoGZGV2aWNlGAIgASgJEg8KB3RocmVhZHMYAyABKA0SFQoNYXJjaGl0ZWN0dXJlcxgEIAMoCRIMCgRidXN5GAUgASgIEhYKDnBlYWtfcnNzX2J5dGVzGAYgASgEGi8KDVZlcnNpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJmCglCYXNlTW9kZWwSDAoEbmFtZRgBIAEoCRIRCglnZ3VmX3BhdGgYAiABKAkSEQoJZ2d1Zl9zaXplGAMgASgEEg4KBnNvdXJjZRgEIAEoCRIVCg10cmFpbl93ZWlnaHRzGAUgASgJIkgKF0luc3BlY3RCYXNlTW9kZWxSZXF1ZXN0Ei0KCmJhc2VfbW9kZWwYASABKAsyGS5zcmwudHJhaW5lci52MS5CYXNlTW9kZWwilAEKGEluc3BlY3RCYXNlTW9kZWxSZXNwb25zZRIRCgl0cmFpbmFibGUYASABKAgSDgoGcmVhc29uGAIgASgJEhQKDGFyY2hpdGVjdHVyZRgDIAEoCRIUCgx0ZW5zb3JfdHlwZXMYBCADKAkSEQoJcXVhbnRpemVkGAUgASgIEhYKDmNvbnRleHRfbGVuZ3RoGAYgASgNIm4KCkxvcmFDb25maWcSFQoEcmFuaxgBIAEoDUIHyvMYAzoBOBIXCgVhbHBoYRgCIAEoAUIIyvMYBDoCMTYSFgoOdGFyZ2V0X21vZHVsZXMYAyADKAkSGAoEc2VlZBgEIAEoBEIKyvMYBjoEMzQwNyL9AgoGUmxMb3NzEh4KB2xvc3NfZm4YASABKAlCDcrzGAk6ByJjaXNwbyISDwoHZXBzaWxvbhgCIAEoARIUCgxlcHNpbG9uX2hpZ2gYAyABKAESMAoZaW1wb3J0YW5jZV9zYW1wbGluZ19sZXZlbBgEIAEoCUINyvMYCToHInRva2VuIhI5CjFtYXhfbmVnYXRpdmVfYWR2YW50YWdlX2ltcG9ydGFuY2Vfc2FtcGxpbmdfd2VpZ2h0GAUgASgBEhcKD21hc2tfcHJvYl9yYXRpbxgGIAEoCBITCgtraW1pX2syX3RhdRgHIAEoARIlCh10cnVuY2F0ZWRfaW1wb3J0YW5jZV9zYW1wbGluZxgIIAEoARIXCg9rbF9wZW5hbHR5X2NvZWYYCSABKAESMgoRa2xfcGVuYWx0eV9zb3VyY2UYCiABKAlCF8rzGBM6ESJjdXJyZW50X2xlYXJuZXIiEh0KFXByZWNhbGN1bGF0ZV9sb2dwcm9icxgLIAEoCCIJCgdTZnRMb3NzIowBCg9PcHRpbWl6ZXJDb25maWcSFAoMd2VpZ2h0X2RlY2F5GAEgASgBEhUKDW1heF9ncmFkX25vcm0YAiABKAESGAoFYmV0YTEYAyABKAFCCcrzGAU6AzAuORIZCgViZXRhMhgEIAEoAUIKyvMYBjoEMC45ORIXCgNlcHMYBSABKAFCCsrzGAY6BDFlLTgiNAoNT3B0aW1pemVyU3RlcBIMCgRyb3dzGAEgAygNEhUKDWxlYXJuaW5nX3JhdGUYAiABKAEiaAoNUmVzb3VyY2VIaW50cxIaChJtaWNyb19iYXRjaF90b2tlbnMYASABKA0SGwoTbG9naXRzX2NodW5rX3Rva2VucxgCIAEoDRIeChZncmFkaWVudF9jaGVja3BvaW50aW5nGAMgASgJIoYDCgdKb2JTcGVjEg4KBmpvYl9pZBgBIAEoCRItCgpiYXNlX21vZGVsGAIgASgLMhkuc3JsLnRyYWluZXIudjEuQmFzZU1vZGVsEigKBGxvcmEYAyABKAsyGi5zcmwudHJhaW5lci52MS5Mb3JhQ29uZmlnEiYKA3NmdBgEIAEoCzIXLnNybC50cmFpbmVyLnYxLlNmdExvc3NIABIkCgJybBgFIAEoCzIWLnNybC50cmFpbmVyLnYxLlJsTG9zc0gAEjIKCW9wdGltaXplchgGIAEoCzIfLnNybC50cmFpbmVyLnYxLk9wdGltaXplckNvbmZpZxIsCgVzdGVwcxgHIAMoCzIdLnNybC50cmFpbmVyLnYxLk9wdGltaXplclN0ZXASEAoIbnVtX3Jvd3MYCCABKA0SMAoJcmVzb3VyY2VzGAkgASgLMh0uc3JsLnRyYWluZXIudjEuUmVzb3VyY2VIaW50cxIWCg5vdXRwdXRfZm9ybWF0cxgKIAMoCUIGCgRsb3NzImgKCFRva2VuUm93Eg4KBnRva2VucxgBIAMoBRIPCgd0cmFpbmVkGAIgAygIEhgKEHNhbXBsZXJfbG9ncHJvYnMYAyADKAISEQoJYWR2YW50YWdlGAQgASgCEg4KBndlaWdodBgFIAEoAiIyCghSb3dCYXRjaBImCgRyb3dzGAEgAygLMhguc3JsLnRyYWluZXIudjEuVG9rZW5Sb3ciZgoJRmlsZUNodW5rEikKBHJvbGUYASABKA4yGy5zcmwudHJhaW5lci52MS5BZGFwdGVyUm9sZRIOCgZmb3JtYXQYAiABKAkSEAoIZmlsZW5hbWUYAyABKAkSDAoEZGF0YRgEIAEoDCIKCghJbnB1dEVuZCLAAQoMVHJhaW5SZXF1ZXN0EicKBHNwZWMYASABKAsyFy5zcmwudHJhaW5lci52MS5Kb2JTcGVjSAASKQoEZmlsZRgCIAEoCzIZLnNybC50cmFpbmVyLnYxLkZpbGVDaHVua0gAEigKBHJvd3MYAyABKAsyGC5zcmwudHJhaW5lci52MS5Sb3dCYXRjaEgAEicKA2VuZBgEIAEoCzIYLnNybC50cmFpbmVyLnYxLklucHV0RW5kSABCCQoHbWVzc2FnZSJTCgdTdGFydGVkEhEKCW51bV9zdGVwcxgBIAEoDRIOCgZkZXZpY2UYAiABKAkSDwoHdGhyZWFkcxgDIAEoDRIUCgxsb2FkX3NlY29uZHMYBCABKAEihgEKC1N0ZXBNZXRyaWNzEgwKBHN0ZXAYASABKA0SOQoHbWV0cmljcxgCIAMoCzIoLnNybC50cmFpbmVyLnYxLlN0ZXBNZXRyaWNzLk1ldHJpY3NFbnRyeRouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASIqCghGaW5pc2hlZBIPCgd0cmFpbmVkGAIgASgISgQIARACUgdtZXRyaWNzIswBCg1UcmFpblJlc3BvbnNlEioKB3N0YXJ0ZWQYASABKAsyFy5zcmwudHJhaW5lci52MS5TdGFydGVkSAASKwoEc3RlcBgCIAEoCzIbLnNybC50cmFpbmVyLnYxLlN0ZXBNZXRyaWNzSAASKQoEZmlsZRgDIAEoCzIZLnNybC50cmFpbmVyLnYxLkZpbGVDaHVua0gAEiwKCGZpbmlzaGVkGAQgASgLMhguc3JsLnRyYWluZXIudjEuRmluaXNoZWRIAEIJCgdtZXNzYWdlIh8KC1Jvd0xvZ3Byb2JzEhAKCGxvZ3Byb2JzGAEgAygCIjoKDVNjb3JlUmVzcG9uc2USKQoEcm93cxgBIAMoCzIbLnNybC50cmFpbmVyLnYxLlJvd0xvZ3Byb2JzInwKCkFkYW1QYXJhbXMSFQoNbGVhcm5pbmdfcmF0ZRgBIAEoARINCgViZXRhMRgCIAEoARINCgViZXRhMhgDIAEoARILCgNlcHMYBCABKAESFAoMd2VpZ2h0X2RlY2F5GAUgASgBEhYKDmdyYWRfY2xpcF9ub3JtGAYgASgBIusECg5BZGFwdGVyQ29tbWFuZBIwCgRraW5kGAEgASgOMiIuc3JsLnRyYWluZXIudjEuQWRhcHRlckNvbW1hbmRLaW5kEhIKCmFkYXB0ZXJfaWQYAiABKAkSLQoKYmFzZV9tb2RlbBgDIAEoCzIZLnNybC50cmFpbmVyLnYxLkJhc2VNb2RlbBIoCgRsb3JhGAQgASgLMhouc3JsLnRyYWluZXIudjEuTG9yYUNvbmZpZxIPCgdsb3NzX2ZuGAUgASgJEkgKDmxvc3NfZm5fY29uZmlnGAYgAygLMjAuc3JsLnRyYWluZXIudjEuQWRhcHRlckNvbW1hbmQuTG9zc0ZuQ29uZmlnRW50cnkSUQoTbG9zc19mbl9jb25maWdfdGV4dBgHIAMoCzI0LnNybC50cmFpbmVyLnYxLkFkYXB0ZXJDb21tYW5kLkxvc3NGbkNvbmZpZ1RleHRFbnRyeRIoCgRhZGFtGAggASgLMhouc3JsLnRyYWluZXIudjEuQWRhbVBhcmFtcxIWCg53aXRoX29wdGltaXplchgJIAEoCBIWCg5vdXRwdXRfZm9ybWF0cxgKIAMoCRISCgpudW1fZGF0dW1zGAsgASgNEjAKCXJlc291cmNlcxgMIAEoCzIdLnNybC50cmFpbmVyLnYxLlJlc291cmNlSGludHMaMwoRTG9zc0ZuQ29uZmlnRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ARo3ChVMb3NzRm5Db25maWdUZXh0RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIbCglGbG9hdExpc3QSDgoGdmFsdWVzGAEgAygCIrkBCgxBZGFwdGVyRGF0dW0SDgoGdG9rZW5zGAEgAygFEhUKDXRhcmdldF90b2tlbnMYAiADKAUSOAoGaW5wdXRzGAMgAygLMiguc3JsLnRyYWluZXIudjEuQWRhcHRlckRhdHVtLklucHV0c0VudHJ5GkgKC0lucHV0c0VudHJ5EgsKA2tleRgBIAEoCRIoCgV2YWx1ZRgCIAEoCzIZLnNybC50cmFpbmVyLnYxLkZsb2F0TGlzdDoCOAEiQQoRQWRhcHRlckRhdHVtQmF0Y2gSLAoGZGF0dW1zGAEgAygLMhwuc3JsLnRyYWluZXIudjEuQWRhcHRlckRhdHVtIqEBChJBZGFwdGVyRGF0dW1PdXRwdXQSQAoHb3V0cHV0cxgBIAMoCzIvLnNybC50cmFpbmVyLnYxLkFkYXB0ZXJEYXR1bU91dHB1dC5PdXRwdXRzRW50cnkaSQoMT3V0cHV0c0VudHJ5EgsKA2tleRgBIAEoCRIoCgV2YWx1ZRgCIAEoCzIZLnNybC50cmFpbmVyLnYxLkZsb2F0TGlzdDoCOAEiTgoXQWRhcHRlckRhdHVtT3V0cHV0QmF0Y2gSMwoHb3V0cHV0cxgBIAMoCzIiLnNybC50cmFpbmVyLnYxLkFkYXB0ZXJEYXR1bU91dHB1dCLeAQoVQWRhcHRlckNvbW1hbmRSZXF1ZXN0EjEKB2NvbW1hbmQYASABKAsyHi5zcmwudHJhaW5lci52MS5BZGFwdGVyQ29tbWFuZEgAEikKBGZpbGUYAiABKAsyGS5zcmwudHJhaW5lci52MS5GaWxlQ2h1bmtIABIzCgZkYXR1bXMYAyABKAsyIS5zcmwudHJhaW5lci52MS5BZGFwdGVyRGF0dW1CYXRjaEgAEicKA2VuZBgEIAEoCzIYLnNybC50cmFpbmVyLnYxLklucHV0RW5kSABCCQoHbWVzc2FnZSLjAQoUQWRhcHRlckNvbW1hbmRSZXN1bHQSQgoHbWV0cmljcxgBIAMoCzIxLnNybC50cmFpbmVyLnYxLkFkYXB0ZXJDb21tYW5kUmVzdWx0Lk1ldHJpY3NFbnRyeRIXCg9vcHRpbWl6ZXJfc3RlcHMYAiABKAQSKAoEbG9yYRgDIAEoCzIaLnNybC50cmFpbmVyLnYxLkxvcmFDb25maWcSFAoMbG9hZF9zZWNvbmRzGAQgASgBGi4KDE1ldHJpY3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIsIBChZBZGFwdGVyQ29tbWFuZFJlc3BvbnNlEjoKB291dHB1dHMYASABKAsyJy5zcmwudHJhaW5lci52MS5BZGFwdGVyRGF0dW1PdXRwdXRCYXRjaEgAEikKBGZpbGUYAiABKAsyGS5zcmwudHJhaW5lci52MS5GaWxlQ2h1bmtIABI2CgZyZXN1bHQYAyABKAsyJC5zcmwudHJhaW5lci52MS5BZGFwdGVyQ29tbWFuZFJlc3VsdEgAQgkKB21lc3NhZ2UqrQEKC0FkYXB0ZXJSb2xlEhwKGEFEQVBURVJfUk9MRV9VTlNQRUNJRklFRBAAEhkKFUFEQVBURVJfUk9MRV9QUkVWSU9VUxABEhoKFkFEQVBURVJfUk9MRV9SRUZFUkVOQ0UQAhIXChNBREFQVEVSX1JPTEVfT1VUUFVUEAMSGAoUQURBUFRFUl9ST0xFX0lOSVRJQUwQBBIWChJBREFQVEVSX1JPTEVfU1RBVEUQBSrYAgoSQWRhcHRlckNvbW1hbmRLaW5kEiQKIEFEQVBURVJfQ09NTUFORF9LSU5EX1VOU1BFQ0lGSUVEEAASHwobQURBUFRFUl9DT01NQU5EX0tJTkRfQ1JFQVRFEAESIAocQURBUFRFUl9DT01NQU5EX0tJTkRfRk9SV0FSRBACEikKJUFEQVBURVJfQ09NTUFORF9LSU5EX0ZPUldBUkRfQkFDS1dBUkQQAxIjCh9BREFQVEVSX0NPTU1BTkRfS0lORF9PUFRJTV9TVEVQEAQSIwofQURBUFRFUl9DT01NQU5EX0tJTkRfU0FWRV9TVEFURRAFEiMKH0FEQVBURVJfQ09NTUFORF9LSU5EX0xPQURfU1RBVEUQBhIfChtBREFQVEVSX0NPTU1BTkRfS0lORF9FWFBPUlQQBxIeChpBREFQVEVSX0NPTU1BTkRfS0lORF9DTE9TRRAIMosECgdUcmFpbmVyEk0KCERlc2NyaWJlEh8uc3JsLnRyYWluZXIudjEuRGVzY3JpYmVSZXF1ZXN0GiAuc3JsLnRyYWluZXIudjEuRGVzY3JpYmVSZXNwb25zZRJlChBJbnNwZWN0QmFzZU1vZGVsEicuc3JsLnRyYWluZXIudjEuSW5zcGVjdEJhc2VNb2RlbFJlcXVlc3QaKC5zcmwudHJhaW5lci52MS5JbnNwZWN0QmFzZU1vZGVsUmVzcG9uc2USSAoFVHJhaW4SHC5zcmwudHJhaW5lci52MS5UcmFpblJlcXVlc3QaHS5zcmwudHJhaW5lci52MS5UcmFpblJlc3BvbnNlKAEwARJICgVTY29yZRIcLnNybC50cmFpbmVyLnYxLlRyYWluUmVxdWVzdBodLnNybC50cmFpbmVyLnYxLlNjb3JlUmVzcG9uc2UoATABElEKDkNvbnZlcnRBZGFwdGVyEhwuc3JsLnRyYWluZXIudjEuVHJhaW5SZXF1ZXN0Gh0uc3JsLnRyYWluZXIudjEuVHJhaW5SZXNwb25zZSgBMAESYwoOQWRhcHRlckNvbW1hbmQSJS5zcmwudHJhaW5lci52MS5BZGFwdGVyQ29tbWFuZFJlcXVlc3QaJi5zcmwudHJhaW5lci52MS5BZGFwdGVyQ29tbWFuZFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_srl_v1_options]);
 
 /**
  * @generated from message srl.trainer.v1.DescribeRequest
@@ -841,6 +841,367 @@ export const ScoreResponseSchema: GenMessage<ScoreResponse> = /*@__PURE__*/
   messageDesc(file_srl_trainer_v1_trainer, 22);
 
 /**
+ * Read as sent, zero as zero (the service resolves Tinker's defaults); eps must be above 0.
+ *
+ * @generated from message srl.trainer.v1.AdamParams
+ */
+export type AdamParams = Message<"srl.trainer.v1.AdamParams"> & {
+  /**
+   * @generated from field: double learning_rate = 1;
+   */
+  learningRate: number;
+
+  /**
+   * @generated from field: double beta1 = 2;
+   */
+  beta1: number;
+
+  /**
+   * @generated from field: double beta2 = 3;
+   */
+  beta2: number;
+
+  /**
+   * @generated from field: double eps = 4;
+   */
+  eps: number;
+
+  /**
+   * Decoupled (AdamW).
+   *
+   * @generated from field: double weight_decay = 5;
+   */
+  weightDecay: number;
+
+  /**
+   * 0: no clipping.
+   *
+   * @generated from field: double grad_clip_norm = 6;
+   */
+  gradClipNorm: number;
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdamParams.
+ * Use `create(AdamParamsSchema)` to create a new message.
+ */
+export const AdamParamsSchema: GenMessage<AdamParams> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 23);
+
+/**
+ * @generated from message srl.trainer.v1.AdapterCommand
+ */
+export type AdapterCommand = Message<"srl.trainer.v1.AdapterCommand"> & {
+  /**
+   * @generated from field: srl.trainer.v1.AdapterCommandKind kind = 1;
+   */
+  kind: AdapterCommandKind;
+
+  /**
+   * The service's id of the adapter (a Tinker training run's model id).
+   *
+   * @generated from field: string adapter_id = 2;
+   */
+  adapterId: string;
+
+  /**
+   * CREATE, LOAD_STATE: the base model the adapter is on.
+   *
+   * @generated from field: srl.trainer.v1.BaseModel base_model = 3;
+   */
+  baseModel?: BaseModel | undefined;
+
+  /**
+   * CREATE: rank, alpha, seed and target modules (Hugging Face names; `lm_head` trains the
+   * unembedding), unset ones the contract's defaults. LOAD_STATE: the state's own; those set here
+   * must equal them.
+   *
+   * @generated from field: srl.trainer.v1.LoraConfig lora = 4;
+   */
+  lora?: LoraConfig | undefined;
+
+  /**
+   * FORWARD*: cross_entropy, importance_sampling, ppo, cispo, dro, gspo or stable_reinforce
+   * (docs/tinker-losses.md).
+   *
+   * @generated from field: string loss_fn = 5;
+   */
+  lossFn: string;
+
+  /**
+   * @generated from field: map<string, double> loss_fn_config = 6;
+   */
+  lossFnConfig: { [key: string]: number };
+
+  /**
+   * Text-valued settings of the loss (none of the built-in losses reads one yet: refused).
+   *
+   * @generated from field: map<string, string> loss_fn_config_text = 7;
+   */
+  lossFnConfigText: { [key: string]: string };
+
+  /**
+   * OPTIM_STEP.
+   *
+   * @generated from field: srl.trainer.v1.AdamParams adam = 8;
+   */
+  adam?: AdamParams | undefined;
+
+  /**
+   * SAVE_STATE, LOAD_STATE.
+   *
+   * @generated from field: bool with_optimizer = 9;
+   */
+  withOptimizer: boolean;
+
+  /**
+   * EXPORT.
+   *
+   * @generated from field: repeated string output_formats = 10;
+   */
+  outputFormats: string[];
+
+  /**
+   * FORWARD*: how many datums follow.
+   *
+   * @generated from field: uint32 num_datums = 11;
+   */
+  numDatums: number;
+
+  /**
+   * @generated from field: srl.trainer.v1.ResourceHints resources = 12;
+   */
+  resources?: ResourceHints | undefined;
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdapterCommand.
+ * Use `create(AdapterCommandSchema)` to create a new message.
+ */
+export const AdapterCommandSchema: GenMessage<AdapterCommand> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 24);
+
+/**
+ * @generated from message srl.trainer.v1.FloatList
+ */
+export type FloatList = Message<"srl.trainer.v1.FloatList"> & {
+  /**
+   * @generated from field: repeated float values = 1;
+   */
+  values: number[];
+};
+
+/**
+ * Describes the message srl.trainer.v1.FloatList.
+ * Use `create(FloatListSchema)` to create a new message.
+ */
+export const FloatListSchema: GenMessage<FloatList> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 25);
+
+/**
+ * One sequence: position i of `tokens` predicts `target_tokens[i]`; every input list has the
+ * length of `tokens`.
+ *
+ * @generated from message srl.trainer.v1.AdapterDatum
+ */
+export type AdapterDatum = Message<"srl.trainer.v1.AdapterDatum"> & {
+  /**
+   * @generated from field: repeated int32 tokens = 1;
+   */
+  tokens: number[];
+
+  /**
+   * @generated from field: repeated int32 target_tokens = 2;
+   */
+  targetTokens: number[];
+
+  /**
+   * The loss's other inputs by Tinker's names: weights, advantages, logprobs (the sampler's),
+   * clip_low_threshold, clip_high_threshold, ... (docs/tinker-losses.md).
+   *
+   * @generated from field: map<string, srl.trainer.v1.FloatList> inputs = 3;
+   */
+  inputs: { [key: string]: FloatList };
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdapterDatum.
+ * Use `create(AdapterDatumSchema)` to create a new message.
+ */
+export const AdapterDatumSchema: GenMessage<AdapterDatum> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 26);
+
+/**
+ * @generated from message srl.trainer.v1.AdapterDatumBatch
+ */
+export type AdapterDatumBatch = Message<"srl.trainer.v1.AdapterDatumBatch"> & {
+  /**
+   * @generated from field: repeated srl.trainer.v1.AdapterDatum datums = 1;
+   */
+  datums: AdapterDatum[];
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdapterDatumBatch.
+ * Use `create(AdapterDatumBatchSchema)` to create a new message.
+ */
+export const AdapterDatumBatchSchema: GenMessage<AdapterDatumBatch> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 27);
+
+/**
+ * Per datum, per position: `logprobs` (of the target token) and `elementwise_loss`.
+ *
+ * @generated from message srl.trainer.v1.AdapterDatumOutput
+ */
+export type AdapterDatumOutput = Message<"srl.trainer.v1.AdapterDatumOutput"> & {
+  /**
+   * @generated from field: map<string, srl.trainer.v1.FloatList> outputs = 1;
+   */
+  outputs: { [key: string]: FloatList };
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdapterDatumOutput.
+ * Use `create(AdapterDatumOutputSchema)` to create a new message.
+ */
+export const AdapterDatumOutputSchema: GenMessage<AdapterDatumOutput> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 28);
+
+/**
+ * @generated from message srl.trainer.v1.AdapterDatumOutputBatch
+ */
+export type AdapterDatumOutputBatch = Message<"srl.trainer.v1.AdapterDatumOutputBatch"> & {
+  /**
+   * @generated from field: repeated srl.trainer.v1.AdapterDatumOutput outputs = 1;
+   */
+  outputs: AdapterDatumOutput[];
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdapterDatumOutputBatch.
+ * Use `create(AdapterDatumOutputBatchSchema)` to create a new message.
+ */
+export const AdapterDatumOutputBatchSchema: GenMessage<AdapterDatumOutputBatch> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 29);
+
+/**
+ * @generated from message srl.trainer.v1.AdapterCommandRequest
+ */
+export type AdapterCommandRequest = Message<"srl.trainer.v1.AdapterCommandRequest"> & {
+  /**
+   * @generated from oneof srl.trainer.v1.AdapterCommandRequest.message
+   */
+  message: {
+    /**
+     * @generated from field: srl.trainer.v1.AdapterCommand command = 1;
+     */
+    value: AdapterCommand;
+    case: "command";
+  } | {
+    /**
+     * @generated from field: srl.trainer.v1.FileChunk file = 2;
+     */
+    value: FileChunk;
+    case: "file";
+  } | {
+    /**
+     * @generated from field: srl.trainer.v1.AdapterDatumBatch datums = 3;
+     */
+    value: AdapterDatumBatch;
+    case: "datums";
+  } | {
+    /**
+     * @generated from field: srl.trainer.v1.InputEnd end = 4;
+     */
+    value: InputEnd;
+    case: "end";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdapterCommandRequest.
+ * Use `create(AdapterCommandRequestSchema)` to create a new message.
+ */
+export const AdapterCommandRequestSchema: GenMessage<AdapterCommandRequest> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 30);
+
+/**
+ * @generated from message srl.trainer.v1.AdapterCommandResult
+ */
+export type AdapterCommandResult = Message<"srl.trainer.v1.AdapterCommandResult"> & {
+  /**
+   * FORWARD*: `loss:sum` and the loss's own (docs/tinker-losses.md); OPTIM_STEP: `grad_norm`
+   * (before clipping), `learning_rate`.
+   *
+   * @generated from field: map<string, double> metrics = 1;
+   */
+  metrics: { [key: string]: number };
+
+  /**
+   * Optimizer steps the adapter has taken (restored by LOAD_STATE with the optimizer).
+   *
+   * @generated from field: uint64 optimizer_steps = 2;
+   */
+  optimizerSteps: bigint;
+
+  /**
+   * CREATE, LOAD_STATE: the adapter's resolved settings.
+   *
+   * @generated from field: srl.trainer.v1.LoraConfig lora = 3;
+   */
+  lora?: LoraConfig | undefined;
+
+  /**
+   * Seconds the base model took to load for this command (0 when it was loaded).
+   *
+   * @generated from field: double load_seconds = 4;
+   */
+  loadSeconds: number;
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdapterCommandResult.
+ * Use `create(AdapterCommandResultSchema)` to create a new message.
+ */
+export const AdapterCommandResultSchema: GenMessage<AdapterCommandResult> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 31);
+
+/**
+ * @generated from message srl.trainer.v1.AdapterCommandResponse
+ */
+export type AdapterCommandResponse = Message<"srl.trainer.v1.AdapterCommandResponse"> & {
+  /**
+   * @generated from oneof srl.trainer.v1.AdapterCommandResponse.message
+   */
+  message: {
+    /**
+     * @generated from field: srl.trainer.v1.AdapterDatumOutputBatch outputs = 1;
+     */
+    value: AdapterDatumOutputBatch;
+    case: "outputs";
+  } | {
+    /**
+     * @generated from field: srl.trainer.v1.FileChunk file = 2;
+     */
+    value: FileChunk;
+    case: "file";
+  } | {
+    /**
+     * @generated from field: srl.trainer.v1.AdapterCommandResult result = 3;
+     */
+    value: AdapterCommandResult;
+    case: "result";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message srl.trainer.v1.AdapterCommandResponse.
+ * Use `create(AdapterCommandResponseSchema)` to create a new message.
+ */
+export const AdapterCommandResponseSchema: GenMessage<AdapterCommandResponse> = /*@__PURE__*/
+  messageDesc(file_srl_trainer_v1_trainer, 32);
+
+/**
  * @generated from enum srl.trainer.v1.AdapterRole
  */
 export enum AdapterRole {
@@ -876,6 +1237,13 @@ export enum AdapterRole {
    * @generated from enum value: ADAPTER_ROLE_INITIAL = 4;
    */
   INITIAL = 4,
+
+  /**
+   * A live adapter's saved state (AdapterCommand SAVE_STATE out, LOAD_STATE in; format "state").
+   *
+   * @generated from enum value: ADAPTER_ROLE_STATE = 5;
+   */
+  STATE = 5,
 }
 
 /**
@@ -883,6 +1251,83 @@ export enum AdapterRole {
  */
 export const AdapterRoleSchema: GenEnum<AdapterRole> = /*@__PURE__*/
   enumDesc(file_srl_trainer_v1_trainer, 0);
+
+/**
+ * @generated from enum srl.trainer.v1.AdapterCommandKind
+ */
+export enum AdapterCommandKind {
+  /**
+   * @generated from enum value: ADAPTER_COMMAND_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A fresh adapter (PEFT's initialisation from `lora.seed`) with no optimizer state. `lm_head` in
+   * `lora.target_modules` is INVALID_ARGUMENT on a base model whose GGUF has no output.weight (tied
+   * embeddings: llama.cpp cannot apply a LoRA to that projection alone).
+   *
+   * @generated from enum value: ADAPTER_COMMAND_KIND_CREATE = 1;
+   */
+  CREATE = 1,
+
+  /**
+   * Log-probabilities and the loss without gradients.
+   *
+   * @generated from enum value: ADAPTER_COMMAND_KIND_FORWARD = 2;
+   */
+  FORWARD = 2,
+
+  /**
+   * The loss's gradients, added to those held since the last OPTIM_STEP.
+   *
+   * @generated from enum value: ADAPTER_COMMAND_KIND_FORWARD_BACKWARD = 3;
+   */
+  FORWARD_BACKWARD = 3,
+
+  /**
+   * One AdamW step with `adam` over the held gradients (clipped to `adam.grad_clip_norm` when
+   * above 0), then the gradients are cleared.
+   *
+   * @generated from enum value: ADAPTER_COMMAND_KIND_OPTIM_STEP = 4;
+   */
+  OPTIM_STEP = 4,
+
+  /**
+   * The adapter's weights, and with `with_optimizer` its AdamW moments and step count, as files.
+   *
+   * @generated from enum value: ADAPTER_COMMAND_KIND_SAVE_STATE = 5;
+   */
+  SAVE_STATE = 5,
+
+  /**
+   * Creates the adapter (or replaces a live one of the same id) from SAVE_STATE's files; without
+   * `with_optimizer` (or when the files hold none) the optimizer starts fresh. Held gradients are
+   * dropped.
+   *
+   * @generated from enum value: ADAPTER_COMMAND_KIND_LOAD_STATE = 6;
+   */
+  LOAD_STATE = 6,
+
+  /**
+   * The adapter as Train's OUTPUT files, in `output_formats` (empty: "gguf" and "peft").
+   *
+   * @generated from enum value: ADAPTER_COMMAND_KIND_EXPORT = 7;
+   */
+  EXPORT = 7,
+
+  /**
+   * Forgets the adapter (and what was written of it to disk).
+   *
+   * @generated from enum value: ADAPTER_COMMAND_KIND_CLOSE = 8;
+   */
+  CLOSE = 8,
+}
+
+/**
+ * Describes the enum srl.trainer.v1.AdapterCommandKind.
+ */
+export const AdapterCommandKindSchema: GenEnum<AdapterCommandKind> = /*@__PURE__*/
+  enumDesc(file_srl_trainer_v1_trainer, 1);
 
 /**
  * The trainer: the tensor engine behind the training workers, a Python process (PyTorch, PEFT,
@@ -961,6 +1406,29 @@ export const Trainer: GenService<{
     methodKind: "bidi_streaming";
     input: typeof TrainRequestSchema;
     output: typeof TrainResponseSchema;
+  },
+  /**
+   * One command on a live adapter (the command-style training API, services/tinker): a LoRA
+   * adapter and its AdamW state kept on this trainer between calls, several at once over one
+   * loaded base model, each under the service's id. Framing as Train: one `command`, then `file`
+   * chunks (LOAD_STATE: the saved state as SAVE_STATE wrote it), `datums` batches (FORWARD and
+   * FORWARD_BACKWARD: exactly `command.num_datums` of them), then `end`. The trainer answers
+   * `outputs` batches (FORWARD*: one output per datum, in order), `file` chunks (SAVE_STATE,
+   * EXPORT), then `result`. Gradients of FORWARD_BACKWARD add up until OPTIM_STEP applies and
+   * clears them. Adapters idle past the trainer's memory budget are written to its disk and read
+   * back at their next command, unseen by the caller. Commands of one adapter are the caller's to
+   * order; the trainer runs one command (or job) at a time: a command waits for the job or command
+   * in progress (it is never refused as busy). Errors: INVALID_ARGUMENT (bad input:
+   * the command fails and the adapter is as before), NOT_FOUND (no live adapter of that id here:
+   * never created, closed, or lost with a restarted trainer), ALREADY_EXISTS (CREATE of a live
+   * id), FAILED_PRECONDITION (the base model cannot be trained here).
+   *
+   * @generated from rpc srl.trainer.v1.Trainer.AdapterCommand
+   */
+  adapterCommand: {
+    methodKind: "bidi_streaming";
+    input: typeof AdapterCommandRequestSchema;
+    output: typeof AdapterCommandResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_srl_trainer_v1_trainer, 0);

@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel
@@ -32,6 +32,11 @@ class ModelRef:
     gguf_size: int
     source: str
     train_weights: str
+
+
+def model_ref(message: Any) -> ModelRef:
+    """The contract's BaseModel message as a ModelRef."""
+    return ModelRef(name=message.name, gguf_path=message.gguf_path, gguf_size=message.gguf_size, source=message.source, train_weights=message.train_weights)
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,9 @@ class ModelCache:
         self.device = device
         self._lock = threading.Lock()
         self._loaded: LoadedModel | None = None
+        # Called before a loaded model is dropped for another: the live adapters on it are written
+        # to disk first (live/registry.py), since their weights live inside its modules.
+        self.on_switch: Callable[[LoadedModel], None] | None = None
 
     def dtype(self) -> torch.dtype:
         # CPU: f32 (bf16 matmuls are slow on most CPUs). CUDA: bf16 weights, trained under autocast.
@@ -135,11 +143,13 @@ class ModelCache:
             if self._loaded is not None and self._loaded.key == key:
                 self._loaded.load_seconds = 0.0
                 return self._loaded
-            self._loaded = None  # free the previous model before loading the next
             facts = inspect_gguf(path)
             reason = why_not_trainable(facts)
             if reason:
                 raise UnsupportedModelError(f"base model {ref.name}: {reason}")
+            if self._loaded is not None and self.on_switch is not None:
+                self.on_switch(self._loaded)
+            self._loaded = None  # free the previous model before loading the next
             started = time.perf_counter()
             model = self._load(path, ref.train_weights)
             model.requires_grad_(False)

@@ -11,3 +11,11 @@ class UnsupportedModelError(RuntimeError):
 
 class CancelledError(RuntimeError):
     """The client went away or cancelled (CANCELLED)."""
+
+
+class NotFoundError(LookupError):
+    """No live adapter of that id on this trainer (NOT_FOUND)."""
+
+
+class AlreadyExistsError(RuntimeError):
+    """CREATE of an adapter id that is live already (ALREADY_EXISTS)."""

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
+from peft.tuners.tuners_utils import BaseTunerLayer
 from transformers import PreTrainedModel
 
 from .job_input import Row
@@ -47,8 +48,10 @@ def layer_checkpointing(model: torch.nn.Module, enabled: bool) -> Iterator[None]
         lm.activation_checkpointing_disable()
 
 
-def _scored_logprobs(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor, softcap: float | None) -> tuple[torch.Tensor, torch.Tensor]:
-    logits = F.linear(hidden, weight, bias).float()
+def _scored_logprobs(hidden: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, targets: torch.Tensor, softcap: float | None, head: torch.nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    # `head`: an output projection wrapped by PEFT (a live adapter's LoRA on lm_head), called as a
+    # module so the active adapter's delta applies; else the plain weight (bit-for-bit as before).
+    logits = (head(hidden) if head is not None else F.linear(hidden, weight, bias)).float()
     if softcap:
         logits = torch.tanh(logits / softcap) * softcap
     lse = torch.logsumexp(logits, dim=-1)
@@ -58,10 +61,15 @@ def _scored_logprobs(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     return logprobs, entropy
 
 
-def scored_logprobs(model: torch.nn.Module, pack: Pack, chunk_tokens: int, autocast: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """(log p(target), entropy) at each scored position of the pack, in float32."""
+def scored_logprobs(model: torch.nn.Module, pack: Pack, chunk_tokens: int, autocast: bool = False, grad_positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log p(target), entropy) at each scored position of the pack, in float32.
+
+    `grad_positions` (bool per scored position): under autograd only those enter the graph, the
+    others are computed without it (their loss term has no gradient), which spares the backward
+    pass of the vocabulary projection at, e.g., an RL datum's prompt positions."""
     lm = causal_lm_of(model)
     head = lm.get_output_embeddings()
+    wrapped = head if isinstance(head, BaseTunerLayer) else None
     softcap = getattr(lm.config, "final_logit_softcapping", None)
     device_type = pack.input_ids.device.type
     with torch.autocast(device_type, dtype=torch.bfloat16, enabled=autocast):
@@ -73,16 +81,34 @@ def scored_logprobs(model: torch.nn.Module, pack: Pack, chunk_tokens: int, autoc
         )
         last = out.last_hidden_state
         hidden = last.reshape(-1, last.shape[-1]).index_select(0, pack.positions)
-        logprobs, entropies = [], []
-        for start in range(0, hidden.shape[0], chunk_tokens):
-            h = hidden[start : start + chunk_tokens]
-            t = pack.targets[start : start + chunk_tokens]
-            if torch.is_grad_enabled():
-                lp, ent = checkpoint(_scored_logprobs, h, head.weight, head.bias, t, softcap, use_reentrant=False)
-            else:
-                lp, ent = _scored_logprobs(h, head.weight, head.bias, t, softcap)
-            logprobs.append(lp)
-            entropies.append(ent)
+        if grad_positions is None or not torch.is_grad_enabled() or bool(grad_positions.all()):
+            return _chunked(hidden, head, wrapped, pack.targets, softcap, chunk_tokens)
+        # Two passes, the positions with a gradient and those without, put back in order.
+        on = torch.nonzero(grad_positions).squeeze(1)
+        off = torch.nonzero(~grad_positions).squeeze(1)
+        lp_on, ent_on = _chunked(hidden.index_select(0, on), head, wrapped, pack.targets.index_select(0, on), softcap, chunk_tokens)
+        with torch.no_grad():
+            lp_off, ent_off = _chunked(hidden.detach().index_select(0, off), head, wrapped, pack.targets.index_select(0, off), softcap, chunk_tokens)
+    n = hidden.shape[0]
+    logprobs = hidden.new_zeros(n, dtype=torch.float32).index_copy(0, on, lp_on).index_copy(0, off, lp_off)
+    entropies = hidden.new_zeros(n, dtype=torch.float32).index_copy(0, on, ent_on).index_copy(0, off, ent_off)
+    return logprobs, entropies
+
+
+def _chunked(hidden: torch.Tensor, head: torch.nn.Module, wrapped: torch.nn.Module | None, targets: torch.Tensor, softcap: float | None, chunk_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The vocabulary projection and log-softmax, `chunk_tokens` positions at a time."""
+    weight = None if wrapped is not None else head.weight
+    bias = None if wrapped is not None else head.bias
+    logprobs, entropies = [], []
+    for start in range(0, hidden.shape[0], chunk_tokens):
+        h = hidden[start : start + chunk_tokens]
+        t = targets[start : start + chunk_tokens]
+        if torch.is_grad_enabled():
+            lp, ent = checkpoint(_scored_logprobs, h, weight, bias, t, softcap, wrapped, use_reentrant=False)
+        else:
+            lp, ent = _scored_logprobs(h, weight, bias, t, softcap, wrapped)
+        logprobs.append(lp)
+        entropies.append(ent)
     if not logprobs:
         empty = hidden.new_zeros(0, dtype=torch.float32)
         return empty, empty

@@ -54,15 +54,17 @@ def plan_packs(lengths: dict[int, int], budget: int) -> list[list[list[int]]]:
     return batches
 
 
-def build_pack(bins: list[list[int]], tokens: dict[int, np.ndarray], scored: dict[int, np.ndarray], device: torch.device) -> Pack:
-    """`scored[r]` is a bool array over row r's positions 0..len-2 (position t predicts token t+1)."""
+def build_pack(bins: list[list[int]], tokens: dict[int, np.ndarray], scored: dict[int, np.ndarray], device: torch.device, targets: dict[int, np.ndarray] | None = None) -> Pack:
+    """`scored[r]` is a bool array over row r's positions 0..len-2 (position t predicts token t+1).
+    With `targets` (AdapterCommand datums), position t predicts `targets[r][t]` instead and
+    `scored[r]` covers every position 0..len-1."""
     capacity = max(sum(len(tokens[r]) for r in b) for b in bins)
     B = len(bins)
     ids = np.zeros((B, capacity), dtype=np.int64)
     pos = np.zeros((B, capacity), dtype=np.int64)
     seg = np.full((B, capacity), -1, dtype=np.int64)  # -1: padding
     rows: list[int] = []
-    positions, targets, row_of, row_positions = [], [], [], []
+    positions, wanted, row_of, row_positions = [], [], [], []
     for b, members in enumerate(bins):
         offset = 0
         for r in members:
@@ -71,10 +73,10 @@ def build_pack(bins: list[list[int]], tokens: dict[int, np.ndarray], scored: dic
             ids[b, offset : offset + n] = t
             pos[b, offset : offset + n] = np.arange(n)
             seg[b, offset : offset + n] = len(rows)
-            where = np.flatnonzero(scored[r][: max(n - 1, 0)])
+            where = np.flatnonzero(scored[r][: n if targets is not None else max(n - 1, 0)])
             row_positions.append(where)
             positions.append(b * capacity + offset + where)
-            targets.append(t[where + 1])
+            wanted.append(targets[r][where] if targets is not None else t[where + 1])
             row_of.append(np.full(len(where), len(rows)))
             rows.append(r)
             offset += n
@@ -93,7 +95,7 @@ def build_pack(bins: list[list[int]], tokens: dict[int, np.ndarray], scored: dic
         position_ids=torch.from_numpy(pos).to(device),
         attention_mask=mask,
         positions=as_long(positions),
-        targets=as_long(targets),
+        targets=as_long(wanted),
         row_of=as_long(row_of),
         row_positions=row_positions,
         num_tokens=int((seg >= 0).sum()),

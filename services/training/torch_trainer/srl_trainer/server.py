@@ -1,9 +1,14 @@
 """The gRPC service (proto/srl/trainer/v1/trainer.proto): framing of the input stream, one job at
-a time (adapter conversion beside it), progress and adapter files streamed back, errors mapped to
-statuses."""
+a time (adapter conversion beside it), progress and adapter files streamed back, live adapters'
+commands (live/), errors mapped to statuses.
+
+Two locks: `busy` is held by a job (Train, Score: a second one is refused, RESOURCE_EXHAUSTED), and
+`compute` by whatever uses the loaded model (a job or an adapter command), which waits for it: a
+command waits for the job before it, a job for the command in progress."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import resource
 import threading
@@ -16,20 +21,23 @@ import torch
 from . import proto
 from .auth import SecretInterceptor
 from .architectures import SUPPORTED
-from .base_models import ModelCache, ModelRef, inspect_gguf, resolve_gguf, why_not_trainable
-from .errors import CancelledError, InputError, UnsupportedModelError
+from .base_models import ModelCache, inspect_gguf, model_ref, resolve_gguf, why_not_trainable
+from .errors import AlreadyExistsError, CancelledError, InputError, NotFoundError, UnsupportedModelError
 from .job import Trainer
 from .lora import gguf_files, peft_files
+from .lora.output import chunks, output_files
 from .lora.adapter import Adapter
-from .lora.attach import attach_for_job, detach
+from .lora.attach import attach_for_job, base_only, detach
 from .lora.fit import check_fits, read_base
 from .job_input import ROLE_INITIAL, ROLE_OUTPUT, ROLE_PREVIOUS, ROLE_REFERENCE, AdapterInput, JobInput, row_from_message
+from .live.command_input import read_command
+from .live.commands import LiveCommands
+from .live.registry import Registry, capacity_from_env, default_spill_root
 from .resources import from_hints
 from .versions import versions
 
 pb, pb_grpc = proto.load()
 log = logging.getLogger("srl_trainer")
-CHUNK_BYTES = 1 << 20
 # Largest message received or sent (gRPC refuses a bigger one with RESOURCE_EXHAUSTED before it is
 # held in memory). Clients send adapters in 1 MiB chunks and rows in batches of ~64k tokens, and
 # Score answers in batches of at most SCORE_BATCH_FLOATS values: 8 MiB leaves room for a single
@@ -39,10 +47,6 @@ MAX_MESSAGE_BYTES = 8 << 20
 SCORE_BATCH_FLOATS = 1 << 18
 # The only input files an adapter can have: anything else is refused before it is kept.
 INPUT_FILENAMES = {"gguf": ("adapter.gguf",), "peft": ("adapter_config.json", "adapter_model.safetensors")}
-
-
-def model_ref(message: Any) -> ModelRef:
-    return ModelRef(name=message.name, gguf_path=message.gguf_path, gguf_size=message.gguf_size, source=message.source, train_weights=message.train_weights)
 
 
 def read_input(requests: Iterator[Any], roles: tuple[int, ...] = (ROLE_PREVIOUS, ROLE_REFERENCE)) -> JobInput:
@@ -86,21 +90,14 @@ def read_input(requests: Iterator[Any], roles: tuple[int, ...] = (ROLE_PREVIOUS,
 
 def adapter_responses(adapter: Adapter, base: gguf_files.GgufBase, spec: Any) -> Iterator[Any]:
     """The adapter as `file` responses in the spec's output formats (empty: both)."""
-    formats = list(spec.output_formats) or ["gguf", "peft"]
-    if "gguf" in formats:
-        data = gguf_files.write(adapter, base, name=f"{spec.base_model.name}-lora")
-        for chunk in file_chunks({gguf_files.FILENAME: data}, "gguf"):
-            yield pb.TrainResponse(file=chunk)
-    if "peft" in formats:
-        files = peft_files.write(adapter, spec.base_model.train_weights.removeprefix("hf:") or spec.base_model.name)
-        for chunk in file_chunks(files, "peft"):
+    for fmt, files in output_files(adapter, base, spec.base_model, list(spec.output_formats)):
+        for chunk in file_chunks(files, fmt):
             yield pb.TrainResponse(file=chunk)
 
 
 def file_chunks(files: dict[str, bytes], fmt: str) -> Iterator[Any]:
-    for name, data in files.items():
-        for start in range(0, max(len(data), 1), CHUNK_BYTES):
-            yield pb.FileChunk(role=ROLE_OUTPUT, format=fmt, filename=name, data=data[start : start + CHUNK_BYTES])
+    for name, data in chunks(files):
+        yield pb.FileChunk(role=ROLE_OUTPUT, format=fmt, filename=name, data=data)
 
 
 class TrainerService(pb_grpc.TrainerServicer):
@@ -109,6 +106,8 @@ class TrainerService(pb_grpc.TrainerServicer):
         self.threads = threads
         self.models = ModelCache(device)
         self.busy = threading.Lock()
+        self.compute = threading.Lock()
+        self.live = LiveCommands(Registry(self.models, capacity_from_env(), default_spill_root()))
 
     def Describe(self, request: Any, context: grpc.ServicerContext) -> Any:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
@@ -138,7 +137,8 @@ class TrainerService(pb_grpc.TrainerServicer):
             job: JobInput | None = None
             try:
                 job = read_input(requests)
-                yield from self._train(job, cancelled)
+                with self._model_in_use(context):
+                    yield from self._train(job, cancelled)
             except Exception as error:
                 self._abort(context, error, job_id=job.spec.job_id if job else None)
 
@@ -188,7 +188,8 @@ class TrainerService(pb_grpc.TrainerServicer):
             cancelled = self._cancel_event(context)
             try:
                 job = read_input(requests)
-                yield from self._score(job, cancelled)
+                with self._model_in_use(context):
+                    yield from self._score(job, cancelled)
             except Exception as error:
                 self._abort(context, error, job_id="score")
 
@@ -199,7 +200,11 @@ class TrainerService(pb_grpc.TrainerServicer):
         scorer = Trainer(loaded, job, from_hints(job.spec.resources), cancelled)  # validates the rows
         model = attach_for_job(loaded, job) if ROLE_PREVIOUS in job.adapters else None
         try:
-            results = scorer.logprobs(model if model is not None else loaded.model, list(range(len(job.rows))))
+            if model is not None:
+                results = scorer.logprobs(model, list(range(len(job.rows))))
+            else:
+                with base_only(loaded):  # live adapters may be attached to it
+                    results = scorer.logprobs(loaded.model, list(range(len(job.rows))))
         finally:
             if model is not None:
                 detach(model)
@@ -214,7 +219,28 @@ class TrainerService(pb_grpc.TrainerServicer):
         if batch:
             yield pb.ScoreResponse(rows=batch)
 
+    def AdapterCommand(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        cancelled = self._cancel_event(context)
+        got = None
+        try:
+            got = read_command(requests)  # before the lock: a slow upload holds nothing
+            with self._model_in_use(context):
+                yield from self.live.run(got, cancelled)
+        except Exception as error:
+            self._abort(context, error, job_id=f"{got.kind_name} of {got.command.adapter_id!r}" if got else "adapter command")
+
     # --- plumbing ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _model_in_use(self, context: grpc.ServicerContext) -> Iterator[None]:
+        """The compute lock, waited for as long as the call is alive."""
+        while not self.compute.acquire(timeout=0.25):
+            if not context.is_active():
+                raise CancelledError("the call ended while waiting for the trainer")
+        try:
+            yield
+        finally:
+            self.compute.release()
 
     class _Exclusive:
         def __init__(self, lock: threading.Lock, context: grpc.ServicerContext) -> None:
@@ -244,6 +270,10 @@ class TrainerService(pb_grpc.TrainerServicer):
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
         if isinstance(error, CancelledError):
             context.abort(grpc.StatusCode.CANCELLED, str(error))
+        if isinstance(error, NotFoundError):
+            context.abort(grpc.StatusCode.NOT_FOUND, str(error))
+        if isinstance(error, AlreadyExistsError):
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, str(error))
         log.exception("job %s failed", job_id)
         context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
 

@@ -1,11 +1,18 @@
 """LoRA adapters on a loaded base model (PEFT): attaching a fresh one, the rules of a job's LoRA,
-copying weights in and out, and a second adapter beside the trained one."""
+copying weights in and out, and a second adapter beside the trained one.
+
+A base model carries one PEFT wrapper at most, holding every adapter attached to it under its own
+name: a job's ("default", and "reference" beside it), the live adapters of AdapterCommand (their
+slots). Attaching adds a named adapter to that wrapper, detaching deletes it, and the last one out
+unloads the wrapper, leaving the base model as it was loaded."""
 
 from __future__ import annotations
 
 import math
+import warnings
+import weakref
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 import torch
@@ -20,13 +27,29 @@ from .adapter import PEFT_PREFIX, Adapter
 from .config import DEFAULT_ALPHA, DEFAULT_RANK, DEFAULT_SEED, peft_config
 
 
-def attach(loaded: LoadedModel, rank: int, alpha: float, targets: list[str], seed: int) -> PeftModel:
-    """Wraps the base model with a fresh LoRA (PEFT's init: A kaiming-uniform, B zero), seeded."""
-    unknown = [t for t in targets if t not in loaded.arch.default_targets]
+# The PEFT wrapper around each base model that has adapters attached (weakly: the model cache owns
+# the base model; a dropped model takes its wrapper with it).
+_wrappers: "weakref.WeakKeyDictionary[torch.nn.Module, PeftModel]" = weakref.WeakKeyDictionary()
+
+
+def attach(loaded: LoadedModel, rank: int, alpha: float, targets: list[str], seed: int, name: str = "default", extra_targets: Iterable[str] = ()) -> PeftModel:
+    """A fresh LoRA (PEFT's init: A kaiming-uniform, B zero), seeded, under `name` on the base
+    model's wrapper, and made the active (and only trainable) adapter. `extra_targets`: modules
+    allowed beyond the architecture's projections (live adapters: lm_head)."""
+    allowed = [*loaded.arch.default_targets, *extra_targets]
+    unknown = [t for t in targets if t not in allowed]
     if unknown:
-        raise InputError(f"LoRA target modules {unknown} do not exist in {loaded.facts.architecture}; choose from {list(loaded.arch.default_targets)}")
+        raise InputError(f"LoRA target modules {unknown} do not exist in {loaded.facts.architecture}; choose from {allowed}")
+    config = peft_config(rank, alpha, targets)
     torch.manual_seed(seed)
-    return get_peft_model(loaded.model, peft_config(rank, alpha, targets))
+    wrapper = _wrappers.get(loaded.model)
+    if wrapper is None:
+        wrapper = get_peft_model(loaded.model, config, adapter_name=name)
+        _wrappers[loaded.model] = wrapper
+    else:
+        wrapper.add_adapter(name, config)
+    wrapper.set_adapter(name)
+    return wrapper
 
 
 def attach_for_job(loaded: LoadedModel, job: JobInput) -> PeftModel:
@@ -53,9 +76,32 @@ def attach_for_job(loaded: LoadedModel, job: JobInput) -> PeftModel:
     return model
 
 
-def detach(model: PeftModel) -> None:
-    """Removes the LoRA layers, leaving the cached base model as it was loaded."""
-    model.unload()
+def detach(model: PeftModel, name: str = "default") -> None:
+    """Deletes the adapter `name`; with it the last one, removes the LoRA layers, leaving the
+    cached base model as it was loaded."""
+    if set(model.peft_config) == {name}:
+        base = model.unload()
+        _wrappers.pop(base, None)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "adapter X was active, setting Y": callers activate their own
+        model.delete_adapter(name)
+
+
+def wrapper_of(loaded: LoadedModel) -> PeftModel | None:
+    """The PEFT wrapper of the base model, when any adapter is attached to it."""
+    return _wrappers.get(loaded.model)
+
+
+@contextmanager
+def base_only(loaded: LoadedModel) -> Iterator[None]:
+    """The plain base model for the block, whatever adapters are attached to it."""
+    wrapper = _wrappers.get(loaded.model)
+    if wrapper is None:
+        yield
+        return
+    with wrapper.disable_adapter():
+        yield
 
 
 @contextmanager
@@ -68,7 +114,7 @@ def active_adapter(model: PeftModel, adapter: Adapter, name: str) -> Iterator[No
         yield
     finally:
         model.set_adapter("default")
-        model.delete_adapter(name)
+        detach(model, name)
 
 
 def lora_layers(model: PeftModel, adapter_name: str = "default") -> dict[str, LoraLayer]:
