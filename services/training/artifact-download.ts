@@ -46,11 +46,16 @@ export async function openDownload(
   return { filename: chosen, contentType: contentTypeOf(chosen), size: file.size, chunks: file.stream };
 }
 
-async function openCheckpointAdapter(checkpoints: Checkpoints, checkpoint: CheckpointRecord, stem: string, filename: string | null, format: string | null, noAdapterMessage: string): Promise<DownloadSource> {
+/**
+ * A checkpoint's adapter as one download: a file by name (default the GGUF), PEFT's two files as a
+ * tar (`format: "peft"`), or every file of it as a tar (`format: "all"`).
+ */
+export async function openCheckpointAdapter(checkpoints: Checkpoints, checkpoint: CheckpointRecord, stem: string, filename: string | null, format: string | null, noAdapterMessage: string): Promise<DownloadSource> {
   if (format !== null && filename !== null) throw badRequest("give filename or format, not both");
-  if (format !== null && format !== "gguf" && format !== "peft") throw badRequest(`format must be "gguf" or "peft", got ${JSON.stringify(format)}`);
+  if (format !== null && format !== "gguf" && format !== "peft" && format !== "all") throw badRequest(`format must be "gguf" or "peft", got ${JSON.stringify(format)}`);
   const names = checkpoints.adapterFileNames(checkpoint);
   if (names.length === 0) throw notFound(noAdapterMessage);
+  if (format === "all") return peftArchive(checkpoints, checkpoint, `${stem}.tar`, names);
   const peftNames = names.filter((n) => n !== GGUF_ADAPTER_FILE);
   if (format === "peft") {
     if (peftNames.length === 0) throw notFound(`step ${checkpoint.step} was trained before adapters were also written in PEFT's format; only ${GGUF_ADAPTER_FILE} exists`);
@@ -62,7 +67,7 @@ async function openCheckpointAdapter(checkpoints: Checkpoints, checkpoint: Check
   return { filename: chosen === GGUF_ADAPTER_FILE ? `${stem}.gguf` : chosen, contentType: contentTypeOf(chosen), size: file.size, chunks: file.stream };
 }
 
-/** The PEFT files as one uncompressed tar (safetensors barely compress), streamed as it is read. */
+/** Adapter files as one uncompressed tar (safetensors barely compress), streamed as it is read. */
 async function peftArchive(checkpoints: Checkpoints, checkpoint: CheckpointRecord, filename: string, names: readonly string[]): Promise<DownloadSource> {
   const files = await Promise.all(
     names.map(async (name) => {

@@ -6,6 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
+  AdapterCommandRequestSchema,
   AdapterRole,
   Trainer,
   TrainRequestSchema,
@@ -17,6 +18,8 @@ import {
 } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import { checkAdapterFileName } from "../../../weights/index.js";
 import { type AdapterFileSet, TrainingInputError } from "../api.js";
+import { type LiveAdapterCommand, LiveAdapterExistsError, LiveAdapterLostError, type LiveAdapterResult } from "../live-adapter.js";
+import { AdapterAnswer, adapterCommandRequests } from "./adapter-wire.js";
 import type { TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
 import { describeDuration } from "./trainer-settings.js";
 import { convertRequests, jobRequests, scoreRequests } from "./wire.js";
@@ -39,8 +42,8 @@ export class TrainerBusyError extends Error {}
 export class TrainerUnreachableError extends TrainerLostError {}
 /** A call ran past its deadline (a hung or overloaded trainer): the job fails, it is not retried. */
 export class TrainerTimeoutError extends Error {}
-/** The trainer sent back something no checkpoint may hold (a file name, a size). */
-export class TrainerResultError extends Error {}
+import { TrainerResultError } from "./trainer-result-error.js";
+export { TrainerResultError };
 
 export interface TrainerAuth {
   /** Sent as `authorization: Bearer <secret>` on every call; "" sends none (a loopback trainer started by hand). */
@@ -150,6 +153,27 @@ export class TrainerClient {
       throw mapError(error, this.url, deadline);
     }
     throw new TrainerLostError(`the trainer at ${this.url} ended the conversion without a result`);
+  }
+
+  /** One command on a live adapter (trainer.proto AdapterCommand). */
+  async adapterCommand(command: LiveAdapterCommand, signal: AbortSignal | undefined, deadline: Deadline): Promise<LiveAdapterResult> {
+    const answer = new AdapterAnswer();
+    try {
+      const requests = (async function* () {
+        for (const message of adapterCommandRequests(command)) yield create(AdapterCommandRequestSchema, { message });
+      })();
+      for await (const response of this.client.adapterCommand(requests, { signal, timeoutMs: deadline.ms })) {
+        const result = answer.add(response);
+        if (result) return result;
+      }
+    } catch (error) {
+      if (error instanceof TrainerResultError) throw error;
+      const e = ConnectError.from(error);
+      if (e.code === Code.NotFound) throw new LiveAdapterLostError(e.rawMessage);
+      if (e.code === Code.AlreadyExists) throw new LiveAdapterExistsError(e.rawMessage);
+      throw mapError(error, this.url, deadline);
+    }
+    throw new TrainerLostError(`the trainer at ${this.url} ended the ${command.kind} command without a result`);
   }
 }
 

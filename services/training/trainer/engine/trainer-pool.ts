@@ -5,7 +5,9 @@
 // free trainer and its Train call; a local trainer that runs past it is restarted (it may be hung
 // and holds the job lock), a remote one is left to its operator.
 import type { InspectBaseModelResponse } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
+import { createHash } from "node:crypto";
 import { type AdapterFileSet, type BaseModelRef, type InputAdapter, TrainingInputError } from "../api.js";
+import type { LiveAdapterCommand, LiveAdapterResult } from "../live-adapter.js";
 import type { LocalTrainer } from "./local-trainer.js";
 import { type Deadline, TrainerBusyError, TrainerClient, TrainerLostError, TrainerTimeoutError, TrainerUnreachableError, TrainerUnsupportedError } from "./trainer-client.js";
 import type { TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
@@ -75,6 +77,34 @@ export class TrainerPool {
    */
   convertAdapter(ref: BaseModelRef, peftFiles: Record<string, Uint8Array>, signal?: AbortSignal): Promise<AdapterFileSet> {
     return this.askAny((client) => client.convertAdapter(baseModelMessage(ref), peftFiles, signal, this.callDeadline), signal);
+  }
+
+  /**
+   * One command on a live adapter, on the trainer that holds it: the local one, or the remote its
+   * id hashes to (stable while TRAINER_URLS is). A trainer busy with a job is waited for, within
+   * TRAINER_JOB_TIMEOUT_MS.
+   */
+  async adapterCommand(command: LiveAdapterCommand, signal: AbortSignal): Promise<LiveAdapterResult> {
+    const { jobTimeoutMs } = this.settings;
+    const endsAt = Date.now() + jobTimeoutMs;
+    for (;;) {
+      const client = this.local ? await this.local.client() : this.holderOf(command.adapterId);
+      const generation = this.local?.generation ?? null;
+      const deadline: Deadline = { ms: Math.max(1, endsAt - Date.now()), limit: `${describeDuration(jobTimeoutMs)} (TRAINER_JOB_TIMEOUT_MS)` };
+      try {
+        return await client.adapterCommand(command, signal, deadline);
+      } catch (error) {
+        if (error instanceof TrainerTimeoutError && this.local && generation !== null) await this.local.restart(generation, error.message);
+        if (!(error instanceof TrainerBusyError) || signal.aborted) throw error;
+        if (Date.now() + ALL_BUSY_PAUSE_MS >= endsAt) throw new TrainerTimeoutError(`the trainer at ${client.url} stayed busy for ${describeDuration(jobTimeoutMs)} (TRAINER_JOB_TIMEOUT_MS)`);
+        await pause(ALL_BUSY_PAUSE_MS, signal);
+      }
+    }
+  }
+
+  private holderOf(adapterId: string): TrainerClient {
+    const index = createHash("sha256").update(adapterId).digest().readUInt32BE(0) % this.remotes.length;
+    return this.remotes[index] as TrainerClient;
   }
 
   async stop(): Promise<void> {
