@@ -1,7 +1,7 @@
-// Short-lived signed URLs for artifact and run file transfers: the wandb SDK PUTs and GETs the
-// URLs GraphQL hands out without credentials (as it does with cloud storage), so the URL itself
-// carries what it grants. An HMAC-SHA256 over the payload with a secret kept in the database, so
-// every gateway on the same database accepts the URLs of every other.
+// Short-lived signed URLs for file transfers by clients that send no credentials with them (as
+// with cloud storage): the wandb SDK's artifact and run files, Tinker's checkpoint downloads. The
+// URL itself carries what it grants: an HMAC-SHA256 over the payload with a secret kept in the
+// database (one per purpose), so every gateway on the same database accepts the URLs of every other.
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 
@@ -10,16 +10,14 @@ interface SecretRecord {
   secret: string;
 }
 
-const SECRET_ID = "wandb-url-signing";
-
 export class UrlSigner {
   private constructor(private readonly secret: Buffer) {}
 
-  /** Reads the signing secret, creating it on a first start (the first writer wins a race). */
-  static async open(db: Db): Promise<UrlSigner> {
+  /** Reads the signing secret of `purpose` (e.g. "wandb-url-signing"), creating it on a first start (the first writer wins a race). */
+  static async open(db: Db, purpose: string): Promise<UrlSigner> {
     const secrets: Collection<SecretRecord> = db.collection<SecretRecord>("service_secrets");
-    await secrets.updateOne({ _id: SECRET_ID }, { $setOnInsert: { secret: randomBytes(32).toString("base64") } }, { upsert: true });
-    const record = await secrets.findOne({ _id: SECRET_ID });
+    await secrets.updateOne({ _id: purpose }, { $setOnInsert: { secret: randomBytes(32).toString("base64") } }, { upsert: true });
+    const record = await secrets.findOne({ _id: purpose });
     if (!record) throw new Error("the URL signing secret could not be stored");
     return new UrlSigner(Buffer.from(record.secret, "base64"));
   }

@@ -11,7 +11,7 @@ import { executeGraphql, type GraphqlAnswer, type GraphqlLimits } from "./graphq
 import { historyFile } from "./history-file.js";
 import type { QueryLimits } from "./query-limits.js";
 import type { ResolverDeps } from "./resolver-deps.js";
-import type { UrlSigner } from "./signed-urls.js";
+import type { UrlSigner } from "../store/index.js";
 import type { WandbRuns } from "./wandb-runs.js";
 
 export interface Principal {

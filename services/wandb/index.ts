@@ -6,5 +6,4 @@ export { ArtifactUploads } from "./artifact-uploads.js";
 export { ArtifactViews } from "./artifact-views.js";
 export { loraImporter } from "./lora-import.js";
 export { WandbRunStates } from "./run-state.js";
-export { UrlSigner } from "./signed-urls.js";
 export { WandbRuns } from "./wandb-runs.js";

@@ -2,7 +2,7 @@
 // service is reached, and the stores behind runs and artifacts.
 import type { ArtifactUploads } from "./artifact-uploads.js";
 import type { ArtifactViews } from "./artifact-views.js";
-import type { UrlSigner } from "./signed-urls.js";
+import type { UrlSigner } from "../store/index.js";
 import type { WandbRuns } from "./wandb-runs.js";
 
 export interface ResolverDeps {
