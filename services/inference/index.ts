@@ -3,7 +3,15 @@
 
 // The service's RPC handlers and the model resolution the composition root wires into them.
 export { inferenceHandlers } from "./handlers.js";
-export { ModelResolver } from "./generation/resolve-model.js";
+export { ModelResolver, type ServeTarget } from "./generation/resolve-model.js";
+
+// Token-level generation for other services (Tinker's sampling, services/tinker/sampling): a plan
+// of the engine's own request shape, run through the same engines, admission and limits as the
+// OpenAI routes; the prompt's size is checked as a legacy completion's token-id prompt is.
+export type { EngineEvent, InferenceEngine } from "./engine/inference-engine.js";
+export type { GenerateRequest, PromptLogprobOut, TokenLogprobOut } from "./engine/protocol.js";
+export { checkPromptBytes, type RequestLimits } from "./generation/request-bounds.js";
+export { TOKEN_ID_BYTES } from "./completions/request-checks.js";
 
 // The engine: the engine process's client, remote engines, and the set the handlers generate on.
 export { EngineClient } from "./engine/client.js";

@@ -6,7 +6,7 @@
 // collector removes adapters no checkpoint names.
 import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db, type ObjectId } from "mongodb";
-import { conflict } from "../core/errors.js";
+import { badRequest, conflict } from "../core/errors.js";
 import { type BlobReferences, type BlobStore, type CopyLegacyBlob, isDuplicateKey, type LegacyBlobOwner, lostLegacyBlob, type OpenedBlob, type Page, paginate, readBlob, upsertTolerant } from "../store/index.js";
 import { ADAPTER_GGUF_FILE } from "../weights/index.js";
 import { fieldKey } from "./runs.js";
@@ -30,7 +30,25 @@ export interface CheckpointRecord {
   artifact_aliases?: string[];
   /** Size and MD5 (base64) of each PEFT file, kept once computed: W&B's file digests. */
   peft_md5?: PeftFileDigest[];
+  /**
+   * A name unique within the model (Tinker's `sampler_weights/{name}`), looked up with byName;
+   * absent or null for checkpoints named only by their step.
+   */
+  name?: string | null;
 }
+
+/** A checkpoint name's claim: `_id` derived from (model, name), so byName is `_id` lookups only. */
+interface NameClaim {
+  _id: string;
+  model_id: string;
+  name: string;
+  /** The checkpoint that holds the name (checkpointId(model, step)). */
+  checkpoint_id: string;
+  claimed_at: Date;
+}
+
+/** A claim whose checkpoint never appeared (its create died in between) may be taken over after this long. */
+const ABANDONED_CLAIM_MS = 60_000;
 
 /**
  * A checkpoint's id is derived from its model and step (a UUID-shaped SHA-1), so finding a step is
@@ -39,6 +57,13 @@ export interface CheckpointRecord {
  */
 export function checkpointId(modelId: string, step: number): string {
   const h = createHash("sha1").update(`checkpoint/${modelId}/${step}`).digest("hex");
+  const variant = ((parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** The `_id` of a checkpoint name's claim: a UUID-shaped SHA-1 of (model, name), like checkpointId. */
+export function checkpointNameId(modelId: string, name: string): string {
+  const h = createHash("sha1").update(`checkpoint-name/${modelId}/${name}`).digest("hex");
   const variant = ((parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
@@ -62,6 +87,14 @@ export class Checkpoints implements BlobReferences, LegacyBlobOwner {
   private readonly checkpoints: Collection<CheckpointRecord>;
   /** Per model, its highest step: `latest` is then two `_id` lookups instead of a sorted query. */
   private readonly heads: Collection<{ _id: string; step: number }>;
+  /**
+   * Checkpoint names (CheckpointRecord.name), one document per (model, name) keyed by `_id`: the
+   * name's uniqueness and its lookup. A unique index over the checkpoints' own `name` cannot do
+   * either here: most checkpoints have no name (MongoDB indexes them all as null and would refuse
+   * the second; partial indexes are not implemented by FerretDB), and FerretDB answers nothing but
+   * `_id` equality from an index (docs/ferretdb-notes.md).
+   */
+  private readonly names: Collection<NameClaim>;
 
   constructor(
     db: Db,
@@ -69,16 +102,25 @@ export class Checkpoints implements BlobReferences, LegacyBlobOwner {
   ) {
     this.checkpoints = db.collection<CheckpointRecord>("checkpoints");
     this.heads = db.collection<{ _id: string; step: number }>("checkpoint_heads");
+    this.names = db.collection<NameClaim>("checkpoint_names");
   }
 
   async ensureIndexes(): Promise<void> {
     await this.checkpoints.createIndex({ model_id: 1, step: 1 }, { unique: true });
     await this.checkpoints.createIndex({ adapter_sha256: 1 });
     await this.checkpoints.createIndex({ "peft_files.sha256": 1 });
+    // A model's names, for deleting them with the model (lookups are by `_id`).
+    await this.names.createIndex({ model_id: 1 });
   }
 
-  /** Adds a checkpoint; a step that exists already is a conflict. */
-  async create(modelId: string, step: number, metrics: Record<string, number>, adapter?: AdapterBytes, jobId?: string): Promise<CheckpointRecord> {
+  /**
+   * Adds a checkpoint; a step that exists already is a conflict, and so is a `name` another
+   * checkpoint of the model holds. The name is claimed before the row is written, so a named
+   * checkpoint is always found by byName.
+   */
+  async create(modelId: string, step: number, metrics: Record<string, number>, adapter?: AdapterBytes, jobId?: string, options: { name?: string | null } = {}): Promise<CheckpointRecord> {
+    const name = options.name ?? null;
+    if (name !== null && name.length === 0) throw badRequest("a checkpoint name must not be empty");
     const write = (data: Uint8Array) => this.blobs.write(data, { maxBytes: data.byteLength });
     const gguf = adapter ? await write(adapter.gguf) : null;
     const peftFiles: { name: string; sha256: string }[] = [];
@@ -92,16 +134,59 @@ export class Checkpoints implements BlobReferences, LegacyBlobOwner {
       peft_files: adapter?.peft ? peftFiles : null,
       job_id: jobId ?? null,
       created_at: new Date(),
+      ...(name !== null ? { name } : {}),
     };
+    if (name !== null) await this.claimName(modelId, name, record._id);
     try {
       await this.checkpoints.insertOne(record);
     } catch (error) {
       // The adapter's blobs stay until the collector finds no checkpoint naming them.
+      if (name !== null) await this.names.deleteOne({ _id: checkpointNameId(modelId, name), checkpoint_id: record._id }).catch(() => undefined);
       if (error instanceof MongoServerError && error.code === 11000) throw conflict(`model ${modelId} already has a checkpoint at step ${step}`);
       throw error;
     }
     await this.raiseHead(modelId, step);
     return record;
+  }
+
+  /**
+   * Claims `name` for the checkpoint `checkpointId` of the model, or throws a conflict naming the
+   * step that holds it. A claim left by a create that died before its row (no such checkpoint, or
+   * one without the name) is taken over once it is older than ABANDONED_CLAIM_MS; the takeover is
+   * a compare-and-set on the claim's scalar `checkpoint_id`.
+   */
+  private async claimName(modelId: string, name: string, checkpointId: string): Promise<void> {
+    const _id = checkpointNameId(modelId, name);
+    try {
+      await this.names.insertOne({ _id, model_id: modelId, name, checkpoint_id: checkpointId, claimed_at: new Date() });
+      return;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+    const claim = await this.names.findOne({ _id });
+    if (!claim) throw conflict(`model ${modelId} is creating a checkpoint named "${name}" at this moment; retry`);
+    if (claim.checkpoint_id === checkpointId) return;
+    const holder = await this.checkpoints.findOne({ _id: claim.checkpoint_id });
+    if (holder && holder.name === name) throw conflict(`model ${modelId} already has a checkpoint named "${name}" (step ${holder.step})`);
+    if (Date.now() - claim.claimed_at.getTime() < ABANDONED_CLAIM_MS) throw conflict(`model ${modelId} is creating a checkpoint named "${name}" at this moment; retry`);
+    const taken = await this.names.updateOne({ _id, checkpoint_id: claim.checkpoint_id }, { $set: { checkpoint_id: checkpointId, claimed_at: new Date() } });
+    if (taken.matchedCount === 0) throw conflict(`model ${modelId} is creating a checkpoint named "${name}" at this moment; retry`);
+  }
+
+  /** The model's checkpoint of that name (CheckpointRecord.name), or null: two `_id` lookups. */
+  async byName(modelId: string, name: string): Promise<CheckpointRecord | null> {
+    const claim = await this.names.findOne({ _id: checkpointNameId(modelId, name) });
+    if (!claim) return null;
+    const checkpoint = await this.checkpoints.findOne({ _id: claim.checkpoint_id });
+    // A claim whose create has not written (or never wrote) its row, or a row deleted meanwhile.
+    return checkpoint && checkpoint.model_id === modelId && checkpoint.name === name ? checkpoint : null;
+  }
+
+  /** Releases the names of deleted checkpoints (each only while it still names that checkpoint). */
+  private async releaseNames(checkpoints: readonly Pick<CheckpointRecord, "_id" | "model_id" | "name">[]): Promise<void> {
+    for (const checkpoint of checkpoints) {
+      if (checkpoint.name) await this.names.deleteOne({ _id: checkpointNameId(checkpoint.model_id, checkpoint.name), checkpoint_id: checkpoint._id });
+    }
   }
 
   private async raiseHead(modelId: string, step: number): Promise<void> {
@@ -238,6 +323,7 @@ export class Checkpoints implements BlobReferences, LegacyBlobOwner {
     const wanted = [...new Set(steps)];
     const found = await this.checkpoints.find({ model_id: modelId, step: { $in: wanted } }).toArray();
     for (const checkpoint of found) await this.checkpoints.deleteOne({ _id: checkpoint._id });
+    await this.releaseNames(found);
     if (found.length > 0) await this.resetHead(modelId);
     const foundSteps = new Set(found.map((c) => c.step));
     return { deleted: found.length, notFound: wanted.filter((s) => !foundSteps.has(s)) };
@@ -246,13 +332,16 @@ export class Checkpoints implements BlobReferences, LegacyBlobOwner {
   /** Deletes one checkpoint. */
   async deleteById(checkpointId: string): Promise<void> {
     const checkpoint = await this.checkpoints.findOneAndDelete({ _id: checkpointId });
+    if (checkpoint) await this.releaseNames([checkpoint]);
     if (checkpoint) await this.resetHead(checkpoint.model_id);
   }
 
   /** Deletes every checkpoint of a model. */
   async deleteAll(modelId: string): Promise<number> {
     await this.heads.deleteOne({ _id: modelId });
-    return (await this.checkpoints.deleteMany({ model_id: modelId })).deletedCount;
+    const deleted = (await this.checkpoints.deleteMany({ model_id: modelId })).deletedCount;
+    await this.names.deleteMany({ model_id: modelId });
+    return deleted;
   }
 }
 

@@ -54,7 +54,8 @@ export class ModelRegistry {
    * that name when `returnExisting` (same base model only). The unique index makes concurrent
    * creates of one name converge on one model.
    */
-  async create(input: { entity: string; project: string; name: string; baseModel: string; returnExisting: boolean }): Promise<{ model: ModelRecord; created: boolean }> {
+  /** `id`: the model's id when its creator names it (a Tinker training run's `{session}:train:{n}`); else a new UUID. */
+  async create(input: { entity: string; project: string; name: string; baseModel: string; returnExisting: boolean; id?: string }): Promise<{ model: ModelRecord; created: boolean }> {
     for (const [field, value] of [["project", input.project], ["name", input.name]] as const) {
       if (!NAME_PATTERN.test(value)) {
         throw badRequest(`${field} "${value}" must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`);
@@ -64,7 +65,7 @@ export class ModelRegistry {
       throw badRequest(`unknown base model "${input.baseModel}"; this deployment offers: ${this.catalog.names().join(", ")} (GET /v1/preview/base-models)`);
     }
     const record: ModelRecord = {
-      _id: randomUUID(),
+      _id: input.id ?? randomUUID(),
       entity: input.entity,
       project: input.project,
       name: input.name,

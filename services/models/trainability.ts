@@ -23,6 +23,8 @@ export interface BaseModelFacts {
   /** Weight matrices quantized (the engine's log-probs then differ from the trainer's). */
   quantized: boolean | null;
   contextLength: number | null;
+  /** The unembedding is the token embedding itself (no `output.weight`): llama.cpp cannot serve a LoRA on it. */
+  tiedEmbeddings: boolean | null;
 }
 
 export class Trainability {
@@ -66,6 +68,7 @@ async function inspect(name: string, path: string): Promise<BaseModelFacts> {
       architecture,
       quantized: matrices.some((t) => !FLOAT_TYPES.has(t)),
       contextLength: (architecture && getNumber(header.metadata, `${architecture}.context_length`)) || null,
+      tiedEmbeddings: !header.tensors.some((t) => t.name === "output.weight"),
     };
   } catch (error) {
     return { ...unknown(name, `its GGUF could not be read: ${error instanceof Error ? error.message : String(error)}`), trainable: false };
@@ -73,5 +76,5 @@ async function inspect(name: string, path: string): Promise<BaseModelFacts> {
 }
 
 function unknown(name: string, note: string): BaseModelFacts {
-  return { name, trainable: null, note, architecture: null, quantized: null, contextLength: null };
+  return { name, trainable: null, note, architecture: null, quantized: null, contextLength: null, tiedEmbeddings: null };
 }

@@ -90,6 +90,12 @@ export interface GenerateRequest {
   stop: string[];
   stopTokenIds: number[];
   includeStopStrInOutput: boolean;
+  /**
+   * The token that ends a choice (an end-of-generation token, or one of stopTokenIds) is part of
+   * its output: its id and log-probability, not its text (Tinker's sampled sequences end with it).
+   * Absent or false: it is left out, as on the OpenAI routes.
+   */
+  includeStopToken?: boolean;
   ignoreEos: boolean;
   skipSpecialTokens: boolean;
   /** With special tokens kept in the text: a space between a special token and its neighbours. */

@@ -1,7 +1,9 @@
 // A request's `model` -> what to run: a catalog base model, plus the adapter of the checkpoint a
 // registered model name points at (latest by default, read fresh on every request so a new
-// checkpoint is served by the very next one). Only the caller's entity's models resolve.
-import { notFound } from "../../core/errors.js";
+// checkpoint is served by the very next one). Only the caller's entity's models resolve. A Tinker
+// sampler path `tinker://{training_run_id}/sampler_weights/{name}` is the checkpoint of that name
+// of the caller's model whose id is the training run id.
+import { badRequest, notFound } from "../../core/errors.js";
 import { type AdapterFiles, type BaseModelCatalog, type BaseModelEntry, type CheckpointRecord, type Checkpoints, type ModelRecord, type ModelRegistry, parseModelName } from "../../models/index.js";
 
 export interface ServeTarget {
@@ -33,7 +35,8 @@ export class ModelResolver {
   /**
    * The base model or the caller's registered model a name points at (404 otherwise, in the same
    * words for absent and another entity's); a named step's checkpoint is looked up, 404 if absent
-   * (step 0 may have none: it is the base model).
+   * (step 0 may have none: it is the base model). A Tinker sampler path resolves to its named
+   * checkpoint (404 if absent); a Tinker training-state path is a 400 (it is not servable).
    */
   async find(entity: string, requested: string): Promise<NamedModel> {
     const { catalog, registry, checkpoints } = this.deps;
@@ -43,6 +46,21 @@ export class ModelResolver {
       const base = catalog.get(name.name);
       if (!base) throw missing();
       return { kind: "base", base };
+    }
+    if (name.kind === "tinker") {
+      if (name.checkpointType === "training") {
+        throw badRequest(`The model \`${requested}\` is a training checkpoint (save_weights / save_state): it holds training state and cannot be sampled. Save the weights with save_weights_for_sampler and use the tinker://${name.trainingRunId}/sampler_weights/... path it returns.`);
+      }
+      if (name.checkpointType === "external") {
+        throw badRequest(`The model \`${requested}\` is an external-weights export and cannot be sampled here; use a tinker://${name.trainingRunId}/sampler_weights/... path from save_weights_for_sampler.`);
+      }
+      const model = await registry.get(name.trainingRunId);
+      if (!model || model.entity !== entity) throw missing();
+      const base = catalog.get(model.base_model);
+      if (!base) throw notFound(`The base model \`${model.base_model}\` of \`${requested}\` is no longer offered by this deployment.`);
+      const checkpoint = await checkpoints.byName(model._id, name.checkpointId);
+      if (!checkpoint) throw notFound(`The model \`${requested}\` has no checkpoint named \`${name.checkpointId}\`.`);
+      return { kind: "registered", base, model, step: checkpoint.step, checkpoint };
     }
     if (name.entity !== null && name.entity !== entity) throw missing();
     const model = await registry.findByName(entity, name.project, name.name);

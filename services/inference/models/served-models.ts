@@ -4,7 +4,7 @@
 // caller's entity's models are listed or found, as completions resolve them.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServedModelSchema } from "../../../gen/srl/v1/served_models_pb.js";
-import type { BaseModelCatalog, BaseModelEntry, CheckpointRecord, Checkpoints, ModelRecord, ModelRegistry } from "../../models/index.js";
+import { type BaseModelCatalog, type BaseModelEntry, type CheckpointRecord, type Checkpoints, type ModelRecord, type ModelRegistry, parseTinkerPath } from "../../models/index.js";
 import type { InferenceEngine } from "../engine/inference-engine.js";
 import type { ModelResolver } from "../generation/resolve-model.js";
 
@@ -57,7 +57,9 @@ export class ServedModels {
     if (found.kind === "base") return this.baseEntry(found.base, len);
     // Step 0 without a checkpoint of its own (the base model) is listed as the model itself.
     if (found.step === "latest" || !found.checkpoint) return this.modelEntry(found.model, len);
-    return this.stepEntry(found.model, found.checkpoint, len);
+    const entry = this.stepEntry(found.model, found.checkpoint, len);
+    // A Tinker sampler path is answered under that path (what the caller named).
+    return parseTinkerPath(requested.trim()) ? { ...entry, id: requested.trim() } : entry;
   }
 
   private async maxModelLen(base: BaseModelEntry | undefined): Promise<number | null> {

@@ -47,6 +47,12 @@ export async function generateChoice(options: {
     const isEnd = model.isEogToken(token) && !request.ignoreEos && generated.length >= request.minTokens;
     const stopId = request.stopTokenIds.includes(token) ? token : null;
     if (isEnd || stopId !== null) {
+      if (request.includeStopToken) {
+        // Its id and log-probability only: its text stays out of the output, as a stop string's does.
+        generated.push(token);
+        held.tokenIds.push(token);
+        if (wantTop > 0 && next) held.logprobs.push(tokenLogprob(model, token, next, request));
+      }
       emit(stream.flush(output.full()));
       events.finished("stop", stopId ?? (isEnd ? token : null), generated.length);
       return true;

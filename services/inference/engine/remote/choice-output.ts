@@ -54,9 +54,11 @@ export class ChoiceOutput {
     const stopAt = piece.tokenIds.findIndex((id) => this.request.stopTokenIds.includes(id) || (!this.request.ignoreEos && this.endTokenIds.has(id)));
     if (stopAt >= 0) {
       const id = piece.tokenIds[stopAt] as number;
-      // The stop or end token is not output, nor counted (as in the embedded engine); tokens before it are.
-      this.take(piece.tokenIds.slice(0, stopAt), piece.logprobs.slice(0, stopAt), stopAt > 0 ? piece.text : "");
-      if (piece.generated !== undefined) this.counted = piece.generated - (piece.tokenIds.length - stopAt);
+      // The stop or end token is not output, nor counted (as in the embedded engine), unless the
+      // request includes it (its id and log-probability); tokens before it are.
+      const kept = this.request.includeStopToken ? stopAt + 1 : stopAt;
+      this.take(piece.tokenIds.slice(0, kept), piece.logprobs.slice(0, kept), stopAt > 0 ? piece.text : "");
+      if (piece.generated !== undefined) this.counted = piece.generated - (piece.tokenIds.length - kept);
       this.end("stop", id);
       return this.endTokenIds.has(id) || this.replicaStopsOnIds ? "drain" : "close";
     }

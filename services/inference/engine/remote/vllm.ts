@@ -131,6 +131,8 @@ export class VllmBackend implements Backend {
       skip_special_tokens: request.skipSpecialTokens,
       spaces_between_special_tokens: request.spacesBetweenSpecialTokens,
       ...(request.logprobs ? { logprobs: request.topLogprobs } : {}),
+      // Log-probabilities' tokens as `token_id:{id}`, as the embedded engine writes them.
+      ...(request.returnTokensAsTokenIds ? { return_tokens_as_token_ids: true } : {}),
       ...(request.grammar !== null ? { structured_outputs: { grammar: request.grammar } } : {}),
       ...(request.priority !== 0 ? { priority: request.priority } : {}),
       ...(request.cacheSalt !== null ? { cache_salt: request.cacheSalt } : {}),
