@@ -1,9 +1,19 @@
-// The weights face: GGUF reading, the built-in tiny models and the byte-level tokenizer table that
-// other services use.
+// The weights face: GGUF reading, the built-in tiny models, the byte-level tokenizer table and a
+// GGUF tokenizer as Hugging Face files, which other services use.
 export { readGgufHeader } from "./gguf/index.js";
 export { getNumber, getString } from "./gguf/values.js";
 export { BUILT_IN_MODELS, ensureBuiltInModel, makeTinyModel, type TinyModelType } from "./tiny-model.js";
 export { UNICODE_TO_BYTE } from "./tokenizer/byte-unicode.js";
+export {
+  HF_TOKENIZER_FILES,
+  HfTokenizerFileCache,
+  hfTokenizerFiles,
+  hfTokenizerFilesOfGguf,
+  SUPPORTED_PRE_TOKENIZERS,
+  UnsupportedTokenizerError,
+  type HfTokenizerFileName,
+  type HfTokenizerFiles,
+} from "./tokenizer/hf-files.js";
 export {
   ADAPTER_GGUF_FILE,
   AdapterCheckError,
