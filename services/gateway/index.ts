@@ -1,3 +1,4 @@
 // The gateway's face: the transport the composition root starts, and the API keys it authenticates with.
 export { serveGateway, type Gateway, type GatewayOptions } from "./serve.js";
 export { ApiKeys } from "./auth/api-keys.js";
+export type { HfTokenizerRepos } from "./hf-routes.js";

@@ -99,7 +99,7 @@ function preparer(method: DescMethod, callers: Callers) {
   const locOf = locator(method);
   return async (request: Message, context: HandlerContext) => {
     if (!isPublic && !context.values.get(principalKey)) {
-      context.values.set(principalKey, await callers.authenticate(context.requestHeader.get("authorization")));
+      context.values.set(principalKey, await callers.authenticate({ authorization: context.requestHeader.get("authorization"), apiKey: context.requestHeader.get("x-api-key") }));
     }
     if (!context.values.get(restValidatedKey)) {
       const violations = validateMessage(method.input, request, locOf);

@@ -1,7 +1,7 @@
 // The one-port listener with everything the transport does: Connect, gRPC and gRPC-Web through the
-// connect router, W&B's routes, the console's files, REST through the transcoder, each request
-// behind the error boundary. What it serves (the services' handlers) is handed in by the
-// composition root (services/app/server.ts).
+// connect router, W&B's routes, the tokenizer files of /hf (a Hugging Face Hub endpoint), the
+// console's files, REST through the transcoder, each request behind the error boundary. What it
+// serves (the services' handlers) is handed in by the composition root (services/app/server.ts).
 import type { DescService } from "@bufbuild/protobuf";
 import { Inference } from "../../gen/srl/v1/inference_pb.js";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
@@ -20,12 +20,15 @@ import { registerReflection } from "./reflection.js";
 import { createTranscoder } from "./transcoder.js";
 import { serveConsole } from "./console-files.js";
 import { wandbRoutes } from "./wandb-routes.js";
+import { hfRoutes, type HfTokenizerRepos } from "./hf-routes.js";
 import { answerFailure, guardRequests } from "./http-boundary.js";
 
 export interface GatewayOptions {
   handlers: ServiceHandlers[];
   keys: ApiKeys;
   wandb: WandbApi;
+  /** The base models whose tokenizers `/hf` serves as a Hugging Face Hub repository each. */
+  hfTokenizers: HfTokenizerRepos;
   /** Where REST uploads stream their files. */
   blobs: BlobStore;
   config: Config;
@@ -38,7 +41,7 @@ export interface Gateway {
   close(graceMs: number): Promise<void>;
 }
 
-export async function serveGateway({ handlers, keys, wandb, blobs, config, log }: GatewayOptions): Promise<Gateway> {
+export async function serveGateway({ handlers, keys, wandb, hfTokenizers, blobs, config, log }: GatewayOptions): Promise<Gateway> {
   const rate = () => new EntityRateLimit(config.entityRequestsPerSecond, config.entityRequestBurst);
   const callers = new Callers(keys, rate(), rate());
   const endpoints = buildEndpoints(handlers, callers);
@@ -55,6 +58,7 @@ export async function serveGateway({ handlers, keys, wandb, blobs, config, log }
     shutdownSignal: shutdown.signal,
   });
   const wandbApi = wandbRoutes({ api: wandb, callers, bodyLimitBytes: config.bodyLimitBytes, log });
+  const hfApi = hfRoutes({ repos: hfTokenizers, log });
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerEndpoints(router, endpoints, bodyLimitOfService);
@@ -65,7 +69,7 @@ export async function serveGateway({ handlers, keys, wandb, blobs, config, log }
     interceptors: [rpcLog(log)],
     fallback: (req, res) =>
       void wandbApi(req, res)
-        .then(async (served) => (served || (await serveConsole(req, res)) ? undefined : transcoder(req, res)))
+        .then(async (served) => (served || (await hfApi(req, res)) || (await serveConsole(req, res)) ? undefined : transcoder(req, res)))
         .catch((error: unknown) => answerFailure(res, error, log)),
   });
   const listener = await listen(guardRequests(handler, log), config.host, config.port, {

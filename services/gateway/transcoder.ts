@@ -2,7 +2,7 @@
 // authenticate, decode and validate the JSON (pydantic-style 422s), call the same endpoint the
 // Connect and gRPC routes call, and write JSON (or server-sent events for streaming methods).
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { create, fromJson, ScalarType, type DescMessage, type DescMethod, type JsonObject, type Message } from "@bufbuild/protobuf";
+import { create, fromJson, ScalarType, toBinary, type DescMessage, type DescMethod, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { clipText } from "../core/clip.js";
 import { toConnectError, validationError, type Violation } from "../core/errors.js";
@@ -10,13 +10,14 @@ import type { Logger } from "../core/logger.js";
 import type { Callers } from "./auth/callers.js";
 import { principalKey, rawBodyKey, restValidatedKey, stagedFilesKey } from "../core/rpc/index.js";
 import type { Endpoint } from "./pipeline.js";
-import { restRule } from "./validation/rules.js";
+import { fieldRule, restRule } from "./validation/rules.js";
 import { decodeFields, finiteNumberViolation, plain } from "./rest/json-decode.js";
 import { encodeMessage } from "./rest/json-encode.js";
 import { JsonSyntaxError, parseJsonLossless, type LosslessJson, type ParsedJson } from "./rest/json-parse.js";
 import { allowedVerbs, matchRoutes, restRoutes, type RestRoute } from "./rest/http-rules.js";
 import { messageBody, restError } from "./rest/error-response.js";
 import { multipartBoundary } from "./rest/multipart.js";
+import { acceptsProtobuf, decodeProtobufBody, isProtobufContentType } from "./rest/protobuf-body.js";
 import { BodyTooLarge, readBody } from "./rest/read-body.js";
 import { streamUpload, type StageBlob, type StreamedUpload } from "./rest/streamed-upload.js";
 import { requestTarget } from "./rest/request-target.js";
@@ -62,21 +63,24 @@ export function createTranscoder(options: TranscoderOptions) {
       openai = restRule(first.route.method)?.openaiErrors ?? false;
       const values = createContextValues();
       if (!(restRule(first.route.method)?.public ?? false)) {
-        values.set(principalKey, await options.callers.authenticate(header(req, "authorization")));
+        values.set(principalKey, await options.callers.authenticate({ authorization: header(req, "authorization"), apiKey: header(req, "x-api-key") }));
       }
       const abort = new AbortController();
       res.on("close", () => abort.abort(new ConnectError("client closed the connection", 1)));
       const limit = options.bodyLimitOf(first.route.method);
+      // A protobuf body (rules with `protobuf_body`) is the input message itself, checked by the
+      // message validator as gRPC requests are.
+      const protobuf = (restRule(first.route.method)?.protobufBody ?? false) && isProtobufContentType(header(req, "content-type"));
       // Uploads stream into the blob store; other bodies are JSON, read whole up to the limit.
-      const upload = first.route.body !== "" && rawBodyField(first.route) ? await streamUpload(req, uploadBoundary(first.route, header(req, "content-type")), limit, options.stageUpload, abort.signal) : undefined;
+      const upload = !protobuf && first.route.body !== "" && rawBodyField(first.route) ? await streamUpload(req, uploadBoundary(first.route, header(req, "content-type")), limit, options.stageUpload, abort.signal) : undefined;
       const raw = first.route.body === "" || upload ? undefined : await readBody(req, limit);
-      const body = raw === undefined ? undefined : parseBody(raw);
+      const body = raw === undefined || protobuf ? undefined : parseBody(raw);
       const chosen = chooseRoute(candidates, body);
       route = chosen.route;
       const endpoint = endpointOf.get(chosen.route.method);
       if (!endpoint) throw new Error(`no endpoint for ${chosen.route.method.name}`);
-      const request = decodeRequest(chosen.route, chosen.params, target.query, body, upload);
-      values.set(restValidatedKey, true);
+      const request = protobuf ? decodeProtobufBody(chosen.route.method.input, raw ?? Buffer.alloc(0), header(req, "content-encoding"), limit) : decodeRequest(chosen.route, chosen.params, target.query, body, upload);
+      if (!protobuf) values.set(restValidatedKey, true);
       if (upload) values.set(stagedFilesKey, upload.files);
       if (isObject(body)) values.set(rawBodyKey, plain(body) as JsonObject);
       const context = createHandlerContext({
@@ -92,7 +96,7 @@ export function createTranscoder(options: TranscoderOptions) {
       });
       if (endpoint.stream && restRule(chosen.route.method)?.rawResponse) status = await streamRaw(res, endpoint, request, context);
       else if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, openai);
-      else status = await respondUnary(res, endpoint, chosen.route, request, context);
+      else status = await respondUnary(res, endpoint, chosen.route, request, context, acceptsProtobuf(header(req, "accept")));
     } catch (error) {
       // Failed before a route was chosen (a malformed path parameter): an OpenAI route's path
       // still gets OpenAI's shape.
@@ -212,13 +216,38 @@ function queryObject(desc: DescMessage, query: URLSearchParams): { [key: string]
   return out;
 }
 
-async function respondUnary(res: Response, endpoint: Endpoint, route: RestRoute, request: Message, context: HandlerContext): Promise<number> {
+async function respondUnary(res: Response, endpoint: Endpoint, route: RestRoute, request: Message, context: HandlerContext, protobufAccepted: boolean): Promise<number> {
   const unary = endpoint.unary;
   if (!unary) throw new Error("not a unary endpoint");
   const output = create(route.method.output, await unary(request, context));
+  const oneofName = restRule(route.method)?.responseOneof ?? "";
+  if (oneofName !== "") return respondOneofMember(res, route.method.output, output, oneofName, headersToRecord(context.responseHeader), protobufAccepted);
   const json = encodeMessage(route.method.output, output);
   writeJson(res, 200, route.responseBody ? (json[route.responseBody] ?? null) : json, headersToRecord(context.responseHeader));
   return 200;
+}
+
+/**
+ * Rules with `response_oneof`: the set member is the body, with the member's `http_status`; a
+ * member of a message type outside the service's own packages (Tinker's wire messages) goes in
+ * protobuf's binary encoding when the client accepts it.
+ */
+function respondOneofMember(res: Response, desc: DescMessage, output: Message, oneofName: string, headers: Record<string, string>, protobufAccepted: boolean): number {
+  const oneof = desc.oneofs.find((o) => o.name === oneofName);
+  if (!oneof) throw new Error(`${desc.typeName} has no oneof ${oneofName}`);
+  const selected = (output as unknown as Record<string, { case: string | undefined; value?: unknown }>)[oneof.localName];
+  const member = oneof.fields.find((f) => f.localName === selected?.case);
+  if (!member || member.fieldKind !== "message") throw new Error(`${desc.typeName}.${oneofName} is not set to a message`);
+  const status = fieldRule(member).httpStatus || 200;
+  const value = selected?.value as Message;
+  if (protobufAccepted && !member.message.typeName.startsWith("srl.")) {
+    const bytes = toBinary(member.message, value);
+    res.writeHead(status, { ...headers, "content-type": "application/x-protobuf", "content-length": String(bytes.byteLength) });
+    res.end(bytes);
+    return status;
+  }
+  writeJson(res, status, encodeMessage(member.message, value), headers);
+  return status;
 }
 
 /** How long a stream's first message may take before the headers go out without it. */
@@ -339,6 +368,9 @@ function headersOf(req: Request): Headers {
     if (name.startsWith(":") || value === undefined) continue;
     headers.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
+  // HTTP/2 names the host in :authority, which Headers cannot hold: handlers read it as Host.
+  const authority = req.headers[":authority"];
+  if (!headers.has("host") && typeof authority === "string") headers.set("host", authority);
   return headers;
 }
 

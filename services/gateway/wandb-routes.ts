@@ -48,7 +48,7 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
     try {
       switch (route.kind) {
         case "graphql": {
-          const principal = await callers.authenticate(header(req, "authorization"));
+          const principal = await callers.authenticate({ authorization: header(req, "authorization") });
           const body = parseJson(await readBody(req, Math.min(options.bodyLimitBytes, JSON_BODY_LIMIT_BYTES)));
           const answer = await api.graphql(principal, body, baseUrlOf(req));
           status = answer.status;
@@ -56,7 +56,7 @@ export function wandbRoutes(options: WandbRouteOptions): (req: Request, res: Res
           break;
         }
         case "file_stream": {
-          const principal = await callers.authenticate(header(req, "authorization"));
+          const principal = await callers.authenticate({ authorization: header(req, "authorization") });
           const body = parseJson(await readBody(req, Math.min(options.bodyLimitBytes, JSON_BODY_LIMIT_BYTES)));
           writeJson(res, 200, await api.fileStream(principal, route.entity, route.project, route.run, body));
           break;

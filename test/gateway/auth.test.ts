@@ -37,7 +37,7 @@ describe("authentication", () => {
   });
 
   it("refuses another scheme, and basic credentials that are not user:key", async () => {
-    const message = "Invalid authentication credentials: use 'Authorization: Bearer <API key>' (or HTTP basic with the key as password)";
+    const message = "Invalid authentication credentials: use 'Authorization: Bearer <API key>' (or HTTP basic with the key as password, or 'X-API-Key: <API key>')";
     // Not `Basic <raw key>`: decoded as base64, a random key holds a ":" byte now and then, and is
     // then (rightly) a wrong password, "Invalid API key".
     const basic = (text: string) => `Basic ${Buffer.from(text).toString("base64")}`;
@@ -53,6 +53,16 @@ describe("authentication", () => {
     expect(ok.status).toBe(200);
     const wrong = await rest("GET", "/v1/preview/whoami", { headers: { authorization: `Basic ${Buffer.from(`api:${key}x`).toString("base64")}` } });
     expect(wrong).toMatchObject({ status: 401, body: { detail: "Invalid API key" } });
+  });
+
+  it("takes X-API-Key (Tinker's and Anthropic's SDKs), also with Tinker's tml- prefix; Authorization wins when both come", async () => {
+    for (const apiKey of [key, `tml-${key}`]) {
+      const res = await rest("GET", "/v1/preview/whoami", { headers: { "x-api-key": apiKey } });
+      expect(res.status, apiKey.slice(0, 8)).toBe(200);
+    }
+    expect(await rest("GET", "/v1/preview/whoami", { headers: { "x-api-key": `${key}x` } })).toMatchObject({ status: 401, body: { detail: "Invalid API key" } });
+    expect(await rest("GET", "/v1/preview/whoami", { headers: { "x-api-key": key, authorization: "Bearer srl_wrong" } })).toMatchObject({ status: 401 });
+    expect((await rest("GET", "/v1/preview/whoami", { headers: { authorization: `Bearer tml-${key}` } })).status).toBe(200);
   });
 
   it("refuses an unknown key", async () => {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/options.proto.
  */
 export const file_srl_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxIrsBCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgSEQoJbWF4X2l0ZW1zGAkgASgNEhEKCW1heF9ieXRlcxgKIAEoDSJ7CglSZXN0UnVsZXMSDgoGcHVibGljGAEgASgIEhUKDW9wZW5haV9lcnJvcnMYAiABKAgSGAoQc2VsZWN0X3doZW5fdHJ1ZRgDIAEoCRIXCg9tdWx0aXBhcnRfZmlsZXMYBCABKAkSFAoMcmF3X3Jlc3BvbnNlGAUgASgIOkkKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMhIuc3JsLnYxLkZpZWxkUnVsZXNSBWZpZWxkOkcKBHJlc3QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi6jgMgASgLMhEuc3JsLnYxLlJlc3RSdWxlc1IEcmVzdGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxItABCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgSEQoJbWF4X2l0ZW1zGAkgASgNEhEKCW1heF9ieXRlcxgKIAEoDRITCgtodHRwX3N0YXR1cxgLIAEoDSKqAQoJUmVzdFJ1bGVzEg4KBnB1YmxpYxgBIAEoCBIVCg1vcGVuYWlfZXJyb3JzGAIgASgIEhgKEHNlbGVjdF93aGVuX3RydWUYAyABKAkSFwoPbXVsdGlwYXJ0X2ZpbGVzGAQgASgJEhQKDHJhd19yZXNwb25zZRgFIAEoCBIVCg1wcm90b2J1Zl9ib2R5GAYgASgIEhYKDnJlc3BvbnNlX29uZW9mGAcgASgJOkkKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMhIuc3JsLnYxLkZpZWxkUnVsZXNSBWZpZWxkOkcKBHJlc3QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi6jgMgASgLMhEuc3JsLnYxLlJlc3RSdWxlc1IEcmVzdGIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * Request rules read by the gateway's validator for every protocol (REST, Connect, gRPC), so a
@@ -94,6 +94,14 @@ export type FieldRules = Message<"srl.v1.FieldRules"> & {
    * @generated from field: uint32 max_bytes = 10;
    */
   maxBytes: number;
+
+  /**
+   * On a member of a response's `response_oneof` (RestRules): the HTTP status REST answers with
+   * when that member is the one set (Tinker's 408 "try again"); 0: 200.
+   *
+   * @generated from field: uint32 http_status = 11;
+   */
+  httpStatus: number;
 };
 
 /**
@@ -150,6 +158,24 @@ export type RestRules = Message<"srl.v1.RestRules"> & {
    * @generated from field: bool raw_response = 5;
    */
   rawResponse: boolean;
+
+  /**
+   * The REST body may also be the input message in protobuf's binary encoding
+   * (`Content-Type: application/x-protobuf`), compressed or not (`Content-Encoding: zstd`), as
+   * Tinker's SDK sends forward_backward.
+   *
+   * @generated from field: bool protobuf_body = 6;
+   */
+  protobufBody: boolean;
+
+  /**
+   * The response's oneof whose set member is the whole REST body (a member's `http_status` sets
+   * the status). A member of a message type outside srl.v1 (Tinker's wire messages) is answered
+   * in protobuf's binary encoding (`application/x-protobuf`) when the request's Accept names it.
+   *
+   * @generated from field: string response_oneof = 7;
+   */
+  responseOneof: string;
 };
 
 /**

@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import type { Principal } from "../../core/rpc/index.js";
 import type { ApiKeys } from "./api-keys.js";
-import { authenticate } from "./authenticate.js";
+import { authenticate, type Credentials } from "./authenticate.js";
 import { EntityRateLimit } from "./entity-rate-limit.js";
 
 export class Callers {
@@ -16,9 +16,9 @@ export class Callers {
     private readonly keyRate: EntityRateLimit = new EntityRateLimit(0, 1),
   ) {}
 
-  /** The caller of a request with this Authorization header: 401 without a valid key, 429 over its rate. */
-  async authenticate(authorization: string | null): Promise<Principal> {
-    const principal = await authenticate(this.keys, authorization, (key) => this.keyRate.charge(`key:${createHash("sha256").update(key).digest("base64url")}`));
+  /** The caller of a request with these credentials: 401 without a valid key, 429 over its rate. */
+  async authenticate(credentials: Credentials): Promise<Principal> {
+    const principal = await authenticate(this.keys, credentials, (key) => this.keyRate.charge(`key:${createHash("sha256").update(key).digest("base64url")}`));
     this.rate.charge(principal.entity);
     return principal;
   }

@@ -321,4 +321,5 @@ const noRule: FieldRule = {
   defaultJson: undefined,
   maxItems: undefined,
   maxBytes: undefined,
+  httpStatus: 0,
 };

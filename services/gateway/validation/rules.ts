@@ -15,6 +15,8 @@ export interface FieldRule {
   maxItems: number | undefined;
   /** Most bytes of a string, or of a structured value's JSON (json-size.ts). */
   maxBytes: number | undefined;
+  /** On a member of a response oneof answered as the REST body: its HTTP status (0: 200). */
+  httpStatus: number;
 }
 
 const fieldCache = new WeakMap<DescField, FieldRule>();
@@ -35,6 +37,7 @@ export function fieldRule(field: DescField): FieldRule {
       defaultJson: opts?.defaultJson || undefined,
       maxItems: opts?.maxItems || undefined,
       maxBytes: opts?.maxBytes || undefined,
+      httpStatus: opts?.httpStatus ?? 0,
     };
     fieldCache.set(field, rule);
   }
