@@ -10,8 +10,10 @@ import { buildRemoteEngines, EngineClient, EngineSet, inferenceHandlers, ModelRe
 import { modelsHandlers } from "../models/index.js";
 import { systemHandlers } from "../system/index.js";
 import { trainingHandlers } from "../training/index.js";
+import { TinkerApi, tinkerHandlers, TinkerHousekeeping, TokenSampler } from "../tinker/index.js";
 import { serveGateway, type ApiKeys } from "../gateway/index.js";
 import { buildServices } from "./services.js";
+import { hfTokenizerRepos } from "./hf-tokenizers.js";
 
 export interface App {
   port: number;
@@ -33,7 +35,7 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const database = await connectDatabase(databaseUri, config.mongodbDb, { timeoutMs: config.databaseTimeoutMs });
   if (database.serialized) log.info("database is FerretDB: one connection, operations in series (its concurrent updates are not atomic)", { component: "database" });
   const services = await buildServices(database.db, config, log);
-  const { keys, blobs, blobCollector, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker, trainability, wandb } = services;
+  const { keys, blobs, blobCollector, catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, events, artifacts, adapters, worker, trainability, wandb, tinker } = services;
   if (embedded) await bootstrapKey(keys, config.bootstrapEntity, log);
   const unpublish = embedded ? await publishDatabaseUri(config.dataDir, databaseUri) : async () => {};
 
@@ -64,17 +66,41 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
   const remoteBases = new Set(config.engines.map((e) => e.base));
   const resolver = new ModelResolver({ catalog, registry, checkpoints, adapters, wholeAdapter: (base) => peftBases.has(base) });
 
+  const limits = { maxPromptBytes: config.maxPromptBytes, maxChoices: (base: string) => (remoteBases.has(base) ? null : config.engineSequences) };
+  // The Tinker API: requests a previous process left unfinished can no longer finish (they say so).
+  const interrupted = await tinker.futures.failInterrupted();
+  if (interrupted > 0) log.warn("tinker requests interrupted by the restart were marked failed", { count: interrupted });
+  const tinkerApi = new TinkerApi({
+    ...tinker,
+    sampler: new TokenSampler({ engine, resolver, limits }),
+    log: log.child({ component: "tinker" }),
+    limits: { maxClientsPerEntity: config.tinkerEntityMaxClients, maxPendingPerEntity: config.tinkerEntityMaxPending, trainerSlots: Math.max(1, config.trainerUrls.length), seqGapWaitMs: config.tinkerSeqGapWaitMs },
+  });
+  const tinkerHousekeeping = new TinkerHousekeeping(
+    {
+      futures: tinker.futures,
+      tinkerCheckpoints: tinker.tinkerCheckpoints,
+      checkpoints,
+      expireSessions: (silentSince) => tinkerApi.expireSessions(silentSince),
+      sessionTimeoutMs: config.tinkerSessionTimeoutMs,
+      log: log.child({ component: "tinker" }),
+    },
+    Math.min(60_000, Math.max(1_000, Math.floor(config.tinkerSessionTimeoutMs / 4))),
+  );
+
   const handlers = [
-    inferenceHandlers({ engine, resolver, catalog, registry, checkpoints, limits: { maxPromptBytes: config.maxPromptBytes, maxChoices: (base) => (remoteBases.has(base) ? null : config.engineSequences) } }),
+    inferenceHandlers({ engine, resolver, catalog, registry, checkpoints, limits }),
     modelsHandlers({ catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, trainability }),
     systemHandlers({ database, jobs, databaseHealth: () => databaseHealth(database, embedded) }),
     trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, maxJobsPerEntity: config.entityMaxJobs, onJobCreated: () => worker.wake() }),
     artifactsHandlers({ artifacts, blobs, bodyLimitBytes: config.bodyLimitBytes }),
     eventsHandlers({ events, ownedJobId: async (entity, id) => (await jobs.getOwned(entity, id))._id }),
+    tinkerHandlers({ api: tinkerApi, catalog, trainability, checkpoints, sampleable: () => true, retrieveWaitMs: config.tinkerRetrieveWaitMs, signer: tinker.signer }),
   ];
-  const gateway = await serveGateway({ handlers, keys, wandb, blobs, config, log });
+  const gateway = await serveGateway({ handlers, keys, wandb, hfTokenizers: hfTokenizerRepos(catalog, config), blobs, config, log });
   if (config.trainingWorker) worker.start();
   blobCollector.start(config.blobCollectEveryMs);
+  tinkerHousekeeping.start();
   log.info("listening", {
     url: `http://${config.host}:${gateway.port}`,
     protocols: ["grpc", "grpc-web", "connect", "rest"],
@@ -88,6 +114,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
       log.info("shutting down", { grace_ms: config.shutdownGraceMs });
       await gateway.close(config.shutdownGraceMs);
       await worker.stop();
+      tinkerApi.stop();
+      await tinkerHousekeeping.stop();
       await blobCollector.stop();
       await services.trainers.stop();
       await engine.stop();

@@ -9,11 +9,12 @@ import { EventLog } from "../events/index.js";
 import { modelPath } from "../inference/index.js";
 import { AdapterFiles, BaseModelCatalog, Checkpoints, ModelDeletion, ModelRegistry, Runs, Trainability, TrajectoryLog } from "../models/index.js";
 import { armFailpoints } from "../core/failpoints.js";
-import { BlobCollector, ensureIndexes, migrateLegacyBlobs, openBlobStore } from "../store/index.js";
+import { BlobCollector, ensureIndexes, migrateLegacyBlobs, openBlobStore, UrlSigner } from "../store/index.js";
 import { TrainingJobs } from "../jobs/index.js";
 import { DEFAULT_TRAINER_PYTHON, LocalTrainer, trainerFor, TrainerPool, trainerSettings, TrainingWorker } from "../training/index.js";
-import { ArtifactUploads, ArtifactViews, loraImporter, UrlSigner, WandbApi, WandbRuns, WandbRunStates } from "../wandb/index.js";
+import { ArtifactUploads, ArtifactViews, loraImporter, WandbApi, WandbRuns, WandbRunStates } from "../wandb/index.js";
 import { ApiKeys } from "../gateway/index.js";
+import { Futures, TinkerCheckpoints, TinkerSessions, TrainingCommands, TrainingRuns } from "../tinker/index.js";
 
 /** The service's version (package.json), as W&B's serverInfo reports it. */
 const SERVICE_VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -69,16 +70,35 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
     convertAdapter: (ref, peft, signal) => trainers.convertAdapter(ref, peft, signal),
   });
   const uploads = new ArtifactUploads(db, blobs, artifacts, views, registry, importCheckpoint);
-  // Every record that names blobs: moved off GridFS once, and asked by the collector what it holds.
-  const blobOwners = [artifacts, checkpoints, jobs, trajectoryLog, uploads];
-  await ensureIndexes([keys, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates, uploads]);
-  await migrateLegacyBlobs(db, blobs, blobOwners, log.child({ component: "blobs" }));
+  // The Tinker API's stores and its training commands (services/tinker), on the same trainers.
+  const tinkerSessions = new TinkerSessions(db);
+  const tinkerRuns = new TrainingRuns(db);
+  const futures = new Futures(db, blobs, config.tinkerFutureTtlMs);
+  const tinkerCheckpoints = new TinkerCheckpoints(db);
+  const tinkerCommands = new TrainingCommands({
+    catalog,
+    trainability,
+    registry,
+    checkpoints,
+    deletion,
+    blobs,
+    runs: tinkerRuns,
+    tinkerCheckpoints,
+    sessions: tinkerSessions,
+    baseModelPath: (source) => modelPath(source, config.dataDir, config.engineHubTimeoutMs),
+    adapterCommand: (command, signal) => trainers.adapterCommand(command, signal),
+  });
+  // Every record that names blobs: asked by the collector what it holds (those with GridFS-era records moved off it once).
+  const legacyBlobOwners = [artifacts, checkpoints, jobs, trajectoryLog, uploads];
+  const blobOwners = [...legacyBlobOwners, futures, tinkerCheckpoints];
+  await ensureIndexes([keys, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates, uploads, tinkerSessions, tinkerRuns, futures, tinkerCheckpoints]);
+  await migrateLegacyBlobs(db, blobs, legacyBlobOwners, log.child({ component: "blobs" }));
   const blobCollector = new BlobCollector(blobs, blobOwners, config.blobGraceMs, log.child({ component: "blobs" }));
   const wandb = new WandbApi({
     runs: new WandbRuns(runs, wandbRunStates, registry),
     views,
     uploads,
-    signer: await UrlSigner.open(db),
+    signer: await UrlSigner.open(db, "wandb-url-signing"),
     serverVersion: SERVICE_VERSION,
     queryLimits: {
       maxAliases: config.wandbGraphqlMaxAliases,
@@ -89,5 +109,6 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
     },
     costBudget: { capacity: config.wandbGraphqlEntityBudget, windowMs: config.wandbGraphqlBudgetWindowMs },
   });
-  return { keys, blobs, blobCollector, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb };
+  const tinker = { sessions: tinkerSessions, runs: tinkerRuns, futures, tinkerCheckpoints, commands: tinkerCommands, signer: await UrlSigner.open(db, "tinker-url-signing") };
+  return { keys, blobs, blobCollector, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb, tinker };
 }

@@ -38,6 +38,18 @@ export interface Config {
   blobGraceMs: number;
   /** How often the blob collector runs (0: never). */
   blobCollectEveryMs: number;
+  /** How long a finished Tinker request's result stays retrievable (then 410). */
+  tinkerFutureTtlMs: number;
+  /** How long retrieve_future holds a request for a result still running before answering 408. */
+  tinkerRetrieveWaitMs: number;
+  /** Training clients (live adapters) one entity may hold at once before create_model answers 429. */
+  tinkerEntityMaxClients: number;
+  /** Unfinished Tinker requests one entity may have before new ones answer 429. */
+  tinkerEntityMaxPending: number;
+  /** A session without a heartbeat this long is ended and its training clients released. */
+  tinkerSessionTimeoutMs: number;
+  /** How long a command waits for an earlier seq_id of its training client that has not arrived. */
+  tinkerSeqGapWaitMs: number;
   logLevel: LogLevel;
   /** Extra base models offered by this deployment (names, GGUF paths or hf: references). */
   baseModels: string[];
@@ -135,6 +147,12 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "STALL_TIMEOUT_MS", default: "30000", meaning: "a response (a stream above all) whose client takes nothing of it for this long is cut" },
   { name: "DATABASE_TIMEOUT_MS", default: "2000", meaning: "each database operation, retries included, fails after this (the request answers 503 with Retry-After)" },
   { name: "BLOB_STORE_URL", default: "(unset)", meaning: "where uploads, adapters and trajectory batches are kept (the database holds only their names): unset, files under DATA_DIR/blobs; s3://BUCKET[/PREFIX]?endpoint=http://host:port&region=us-east-1 for any S3-compatible store (credentials from the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY chain; path-style addressing with an endpoint, path_style=false to change it); file:///path for a shared directory" },
+  { name: "TINKER_FUTURE_TTL_MS", default: "86400000", meaning: "how long the result of a finished Tinker API request (retrieve_future) is kept after it finished; later retrieves answer 410 (1 day)" },
+  { name: "TINKER_RETRIEVE_WAIT_MS", default: "25000", meaning: "how long a Tinker retrieve_future waits for a request still running before it answers 408 (the SDK then asks again; the SDK gives up on one call after 45 s)" },
+  { name: "TINKER_ENTITY_MAX_CLIENTS", default: "16", meaning: "Tinker training clients (live LoRA adapters on the trainer) one entity may hold at once; create_model past it answers 429 until one is unloaded (unload_model, closing the SDK's ServiceClient, or its session timing out)" },
+  { name: "TINKER_ENTITY_MAX_PENDING", default: "1024", meaning: "unfinished Tinker requests (commands and samples) one entity may have; more answer 429 (the SDK backs off and retries)" },
+  { name: "TINKER_SESSION_TIMEOUT_MS", default: "300000", meaning: "a Tinker session whose SDK sent no heartbeat for this long (the SDK sends one every 10 s) is ended and its training clients released; their checkpoints stay" },
+  { name: "TINKER_SEQ_GAP_WAIT_MS", default: "5000", meaning: "how long a Tinker command waits for an earlier seq_id of its training client that has not arrived (the SDK sends in order over several connections) before it runs anyway" },
   { name: "BLOB_GRACE_MS", default: "3600000", meaning: "a stored blob that no record names, or what an interrupted upload left, is removed once it is this old (1 h: longer than any upload or commit takes)" },
   { name: "BLOB_COLLECT_EVERY_MS", default: "600000", meaning: "how often each server looks for such blobs (0 = never)" },
   { name: "LOG_LEVEL", default: "info", meaning: "debug, info, warn or error" },
@@ -201,6 +219,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     blobStoreUrl: env.BLOB_STORE_URL || "",
     blobGraceMs: intVar(env, "BLOB_GRACE_MS", 3_600_000, 0, 30 * 86_400_000),
     blobCollectEveryMs: intVar(env, "BLOB_COLLECT_EVERY_MS", 600_000, 0, 30 * 86_400_000),
+    tinkerFutureTtlMs: intVar(env, "TINKER_FUTURE_TTL_MS", 86_400_000, 1_000, 30 * 86_400_000),
+    tinkerRetrieveWaitMs: intVar(env, "TINKER_RETRIEVE_WAIT_MS", 25_000, 0, 40_000),
+    tinkerEntityMaxClients: intVar(env, "TINKER_ENTITY_MAX_CLIENTS", 16, 1, 100_000),
+    tinkerEntityMaxPending: intVar(env, "TINKER_ENTITY_MAX_PENDING", 1_024, 1, 1_000_000),
+    tinkerSessionTimeoutMs: intVar(env, "TINKER_SESSION_TIMEOUT_MS", 300_000, 10_000, 30 * 86_400_000),
+    tinkerSeqGapWaitMs: intVar(env, "TINKER_SEQ_GAP_WAIT_MS", 5_000, 0, 600_000),
     logLevel: levelVar(env.LOG_LEVEL),
     baseModels: list(env.BASE_MODELS),
     shutdownGraceMs: intVar(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
