@@ -10,7 +10,11 @@
 # environment (PyTorch etc., cached outside the clone, linked from .cache/trainer-venv), the ART
 # client's overlay on it for the wandb / ART tests (linked from .cache/art-client-venv), the other
 # client environments of that test matrix (wandb 0.28.0; ART 0.5.23 with wandb 0.31.0 on the newest
-# Python >= 3.12 found: .cache/clients/) and the web console's build.
+# Python >= 3.12 found: .cache/clients/), the Tinker SDK's environments for the Tinker tests (SDK
+# 0.38.0 with tinker-cookbook 0.6.1, and SDK 0.34.0; overlays on the trainer's, like the ART
+# client's), ART 0.5.23 with its `tinker` extra for its TinkerNativeBackend (standalone, on the
+# newest Python 3.12 found: torch and the CUDA libraries PyPI's torch brings, 3 GB to download the
+# first time) and the web console's build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,6 +58,9 @@ phase "trainer environment" bash scripts/install-trainer.sh
 phase "ART client environment" bash scripts/install-art-client.sh
 phase "wandb 0.28.0 client environment" bash scripts/install-client-env.sh wandb-0.28.0
 phase "ART 0.5.23 client environment" bash scripts/install-client-env.sh art-0.5.23
+phase "Tinker SDK 0.38.0 + tinker-cookbook 0.6.1 client environment" bash scripts/install-client-env.sh tinker-0.38.0
+phase "Tinker SDK 0.34.0 client environment" bash scripts/install-client-env.sh tinker-0.34.0
+phase "ART 0.5.23 TinkerNativeBackend client environment" bash scripts/install-client-env.sh art-0.5.23-tinker
 # The web console's production build, served by the gateway at `/`.
 phase "web console" npx --no-install vite build --config console/vite.config.ts --logLevel warn
 echo "install: done in $((SECONDS - install_started)) s"

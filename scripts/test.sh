@@ -32,7 +32,10 @@ echo "test: pytest services/training/torch_trainer/tests with $trainer_python"
 # The client matrix (test/wandb/python; conftest.py starts a server of its own for each run), one
 # pytest run per client environment: ART 0.5.18 with wandb 0.25.0 (scripts/install-art-client.sh,
 # on the trainer's environment), wandb 0.28.0 alone (the plain W&B script tests) and ART 0.5.23
-# with wandb 0.31.0 (scripts/install-client-env.sh: standalone, on the newest Python >= 3.12).
+# with wandb 0.31.0 (scripts/install-client-env.sh: standalone, on the newest Python >= 3.12); then
+# the Tinker tests (test/tinker/python, their own server) with the Tinker SDK 0.38.0 and
+# tinker-cookbook 0.6.1, then with the SDK 0.34.0 (ART 0.5.23's pin; the cookbook tests skip
+# there), each an overlay on the trainer's environment.
 client_reports=()
 client_tests() { # NAME PYTHON TESTS...
   local name="$1" python="$2" missing=".cache/clients/$1.missing"
@@ -48,5 +51,13 @@ client_tests() { # NAME PYTHON TESTS...
 client_tests art-0.5.18 .cache/art-client-venv/bin/python test/wandb/python
 client_tests wandb-0.28.0 .cache/clients/wandb-0.28.0/bin/python test/wandb/python/test_wandb_script.py test/wandb/python/test_wandb_reads.py test/wandb/python/test_wandb_artifact_sizes.py
 client_tests art-0.5.23 .cache/clients/art-0.5.23/bin/python test/wandb/python
+client_tests tinker-0.38.0 .cache/clients/tinker-0.38.0/bin/python test/tinker/python
+# SDK 0.34 differs from 0.38 in how it makes training clients and resumes them: those tests run
+# again with it (every file passes with it too; the rest are left to the 0.38 run for time).
+client_tests tinker-0.34.0 .cache/clients/tinker-0.34.0/bin/python test/tinker/python/test_tinker_basics.py test/tinker/python/test_tinker_sft.py test/tinker/python/test_tinker_checkpoints.py
+# ART 0.5.23's TinkerNativeBackend (register, sample, train, sample the new step) in its own
+# environment: openpipe-art[tinker]==0.5.23, standalone on the newest Python 3.12 (the file is
+# skipped in the other environments).
+client_tests art-0.5.23-tinker .cache/clients/art-0.5.23-tinker/bin/python test/tinker/python/test_art_tinker_native.py
 echo "test: pytest took $((SECONDS - phase_started)) s; install and tests $((SECONDS - test_started)) s in all"
 node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml "${client_reports[@]}"
