@@ -152,11 +152,7 @@ export class TinkerApi {
 
   /** Samples at once (no client order): the engines' admission and fairness apply. */
   async sample(entity: string, request: Omit<TokenSampleRequest, "entity" | "signal">): Promise<FutureHandle> {
-    this.admit(entity);
-    const future = await this.deps.futures.create(entity, "sample", null, null).catch((error: unknown) => {
-      this.release(entity);
-      throw error;
-    });
+    const future = await this.newFuture(entity, "sample", null, null);
     const ids = Array.from({ length: request.numSamples }, (_, i) => `${future._id}:${i}`);
     void this.run(future, async (signal) => ({ bytes: sampleResponse(await this.deps.sampler.sample({ ...request, entity, signal })) })).finally(() => this.release(entity));
     return { requestId: future._id, modelId: null, sampleSequenceIds: ids };
@@ -193,24 +189,29 @@ export class TinkerApi {
   }
 
   private async schedule(entity: string, kind: FutureKind, clientId: string, seqId: number | null, work: (signal: AbortSignal) => Promise<FutureResult>): Promise<FutureHandle> {
-    this.admit(entity);
     // A client this process has not seen (the service restarted): its order goes on after the
     // highest seq_id its futures hold, so its next command does not wait for numbers long used.
     if (!this.queues.has(clientId)) this.queues.seed(clientId, await this.deps.futures.highestSeq(clientId).catch(() => 0));
-    const future = await this.deps.futures.create(entity, kind, clientId, seqId).catch((error: unknown) => {
-      this.release(entity);
-      throw error;
-    });
+    const future = await this.newFuture(entity, kind, clientId, seqId);
     // In the client's order, then in the entity's turn on a trainer.
     this.queues.submit(clientId, seqId, () => this.gate.run(entity, () => this.run(future, work)).finally(() => this.release(entity)));
     return { requestId: future._id, modelId: clientId };
   }
 
-  /** Counts an entity's new request, or refuses it past TINKER_ENTITY_MAX_PENDING (429: the SDK backs off). */
-  private admit(entity: string): void {
+  /**
+   * A new pending future, counted against the entity's unfinished requests (429 past
+   * TINKER_ENTITY_MAX_PENDING: the SDK backs off); `release` uncounts it once it ends.
+   */
+  private async newFuture(entity: string, kind: FutureKind, clientId: string | null, seqId: number | null): Promise<FutureRecord> {
     const count = this.pending.get(entity) ?? 0;
     if (count >= this.deps.limits.maxPendingPerEntity) throw overloaded(`this entity has ${count} unfinished Tinker requests, the most it may have (TINKER_ENTITY_MAX_PENDING); wait for some to finish`, 2);
     this.pending.set(entity, count + 1);
+    try {
+      return await this.deps.futures.create(entity, kind, clientId, seqId);
+    } catch (error) {
+      this.release(entity);
+      throw error;
+    }
   }
 
   private release(entity: string): void {

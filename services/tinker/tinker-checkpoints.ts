@@ -3,7 +3,7 @@
 // `sampler_weights/{name}` (save_weights_for_sampler: the adapter as a checkpoint of the run's
 // registered model, which the engines serve; this record says which step it is) and
 // `external_weights/{name}` (save_weights_external: the same adapter files, for download only).
-import type { Collection, Db } from "mongodb";
+import type { Collection, Db, Filter } from "mongodb";
 import { conflict, notFound } from "../core/errors.js";
 import type { BlobReferences } from "../store/index.js";
 import type { TinkerLora } from "./training-runs.js";
@@ -75,16 +75,20 @@ export class TinkerCheckpoints implements BlobReferences {
     return record;
   }
 
-  async list(trainingRunId: string, offset: number, limit: number, now = new Date()): Promise<{ checkpoints: TinkerCheckpointRecord[]; total: number }> {
-    const filter = { training_run_id: trainingRunId, $or: [{ expires_at: null }, { expires_at: { $gt: now } }] };
-    const [checkpoints, total] = await Promise.all([this.checkpoints.find(filter).sort({ created_at: 1, _id: 1 }).skip(offset).limit(limit).toArray(), this.checkpoints.countDocuments(filter)]);
-    return { checkpoints, total };
+  /** A run's live checkpoints, oldest first. */
+  list(trainingRunId: string, offset: number, limit: number, now = new Date()): Promise<{ checkpoints: TinkerCheckpointRecord[]; total: number }> {
+    return this.page({ training_run_id: trainingRunId }, 1, offset, limit, now);
   }
 
   /** Every live checkpoint of the entity's runs, newest first. */
-  async listOfEntity(entity: string, offset: number, limit: number, now = new Date()): Promise<{ checkpoints: TinkerCheckpointRecord[]; total: number }> {
-    const filter = { entity, $or: [{ expires_at: null }, { expires_at: { $gt: now } }] };
-    const [checkpoints, total] = await Promise.all([this.checkpoints.find(filter).sort({ created_at: -1, _id: 1 }).skip(offset).limit(limit).toArray(), this.checkpoints.countDocuments(filter)]);
+  listOfEntity(entity: string, offset: number, limit: number, now = new Date()): Promise<{ checkpoints: TinkerCheckpointRecord[]; total: number }> {
+    return this.page({ entity }, -1, offset, limit, now);
+  }
+
+  /** Unexpired checkpoints matching `filter` by creation time, by offset (Tinker's cursor), with their total. */
+  private async page(filter: Filter<TinkerCheckpointRecord>, order: 1 | -1, offset: number, limit: number, now: Date): Promise<{ checkpoints: TinkerCheckpointRecord[]; total: number }> {
+    const live = { ...filter, $or: [{ expires_at: null }, { expires_at: { $gt: now } }] };
+    const [checkpoints, total] = await Promise.all([this.checkpoints.find(live).sort({ created_at: order, _id: 1 }).skip(offset).limit(limit).toArray(), this.checkpoints.countDocuments(live)]);
     return { checkpoints, total };
   }
 

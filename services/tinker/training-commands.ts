@@ -1,7 +1,6 @@
 // What each Tinker training command does, once its turn has come (./command-queue.ts): the
 // trainer's live-adapter command, and what the service keeps of it (checkpoints, the run). Each
 // returns the future's result; a thrown error fails the future (./tinker-api.ts says how).
-import { stat } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ForwardBackwardRequest } from "../../gen/tinker/tinker_public_pb.js";
@@ -9,7 +8,7 @@ import { badRequest, notFound } from "../core/errors.js";
 import type { BaseModelCatalog, Checkpoints, ModelDeletion, ModelRegistry, Trainability } from "../models/index.js";
 import type { BlobStore } from "../store/index.js";
 import { readBlob } from "../store/index.js";
-import { type AdamSettings, type BaseModelRef, type LiveAdapterCommand, type LiveAdapterDatum, type LiveAdapterLora, LiveAdapterLostError, type LiveAdapterResult } from "../training/index.js";
+import { type AdamSettings, type BaseModelRef, baseModelRefOf, type LiveAdapterCommand, type LiveAdapterDatum, type LiveAdapterLora, LiveAdapterLostError, type LiveAdapterResult } from "../training/index.js";
 import type { FutureResult } from "./futures.js";
 import type { TinkerSessions } from "./sessions.js";
 import { CHECKPOINT_NAME, parseTinkerPath, SEGMENT_OF_TYPE, type TinkerCheckpointRecord, type TinkerCheckpoints, type TinkerCheckpointType, tinkerPath } from "./tinker-checkpoints.js";
@@ -216,7 +215,7 @@ export class TrainingCommands {
     const base = this.deps.catalog.get(name);
     if (!base) throw notFound(`The base model \`${name}\` is no longer offered by this deployment.`);
     const ggufPath = await this.deps.baseModelPath(base.source);
-    return { name: base.name, ggufPath, ggufSize: (await stat(ggufPath)).size, source: base.source, trainWeights: base.trainWeights ?? "" };
+    return baseModelRefOf(base, ggufPath);
   }
 }
 

@@ -8,10 +8,9 @@
 // converted or stored: rank and alpha in bounds, only LoRA A/B tensors of the base model's
 // projections with its dims, every value finite. Any of that wrong is a 400 naming why; a NaN
 // adapter is never served.
-import { stat } from "node:fs/promises";
 import { badRequest, conflict } from "../core/errors.js";
 import type { BaseModelCatalog, Checkpoints, ModelRecord } from "../models/index.js";
-import { TrainingInputError, type AdapterFileSet, type BaseModelRef } from "../training/index.js";
+import { baseModelRefOf, TrainingInputError, type AdapterFileSet, type BaseModelRef } from "../training/index.js";
 import { ADAPTER_GGUF_FILE, AdapterCheckError, adapterBaseOf, checkAdapterFiles, checkPeftFiles, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from "../weights/index.js";
 import type { ImportCheckpoint } from "./artifact-uploads.js";
 
@@ -47,7 +46,7 @@ export function loraImporter(deps: LoraImportDeps): ImportCheckpoint {
     const base = deps.catalog.get(model.base_model);
     if (!base) throw badRequest(`base model ${model.base_model} of ${model.name} is no longer offered by this deployment`);
     const ggufPath = await deps.baseModelPath(base.source);
-    const ref: BaseModelRef = { name: base.name, ggufPath, ggufSize: (await stat(ggufPath)).size, source: base.source, trainWeights: base.trainWeights ?? "" };
+    const ref = await baseModelRefOf(base, ggufPath);
     const adapterBase = await adapterBaseOf(ggufPath);
     const given = Object.fromEntries(PEFT_FILES.map((name) => [name, peft[name] as Uint8Array]));
     try {

@@ -2,6 +2,7 @@
 // (one pass over the job's data) and returns the new adapter. Implemented by ./runner/run-training-job.ts: the job
 // is prepared here (tokenization with the engine's own tokenizer and template, advantages, the
 // plan of optimizer steps) and trained by a trainer process (./engine, PyTorch).
+import { stat } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 
 export interface TrainingJobInput {
@@ -62,4 +63,9 @@ export interface BaseModelRef {
   ggufSize: number;
   source: string;
   trainWeights: string;
+}
+
+/** A catalog base model and its GGUF on this machine as the trainer is told of it (the file's size lets a trainer elsewhere tell a different file at the same path). */
+export async function baseModelRefOf(base: { name: string; source: string; trainWeights?: string }, ggufPath: string): Promise<BaseModelRef> {
+  return { name: base.name, ggufPath, ggufSize: (await stat(ggufPath)).size, source: base.source, trainWeights: base.trainWeights ?? "" };
 }

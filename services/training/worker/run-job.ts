@@ -1,7 +1,6 @@
 // One claimed job, start to finish: gather the input, run the trainer with heartbeats, then write
 // the checkpoint (adapter first, then the row, listed and servable) before `training_ended`. Any
 // failure ends the job with exactly one `training_failed` carrying the reason.
-import { stat } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Artifacts } from "../../artifacts/index.js";
 import { isDatabaseUnavailable } from "../../core/errors.js";
@@ -12,7 +11,7 @@ import { resolveTrainingData } from "../artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "../../jobs/index.js";
 import { resolveKlReference } from "../kl-reference.js";
 import { parseTrainJsonl, readSftRows } from "../sft-data.js";
-import { TrainingInputError, type InputAdapter, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
+import { baseModelRefOf, TrainingInputError, type InputAdapter, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
 import { TrainerLostError } from "../trainer/engine/trainer-client.js";
 import { AdapterCheckError, adapterBaseOf, checkAdapterFiles } from "../../weights/index.js";
 import { gradientStepRow, metricLoggingOf } from "./metric-logging.js";
@@ -131,7 +130,7 @@ async function train(
   const ggufPath = await deps.baseModelPath(base.source);
   const common = {
     jobId: job._id,
-    baseModel: { name: base.name, ggufPath, ggufSize: (await stat(ggufPath)).size, source: base.source, trainWeights: base.trainWeights ?? "" },
+    baseModel: await baseModelRefOf(base, ggufPath),
     previousAdapter: previous ? inputAdapter(previous) : null,
     // The same data trains the same way (row order, LoRA init): seeded by the new step.
     seed: step,
