@@ -7,6 +7,7 @@ import type { InferenceEngine } from "../engine/inference-engine.js";
 import type { EndpointCall } from "../generation/endpoint-call.js";
 import { checkChoices, type RequestLimits } from "../generation/request-bounds.js";
 import type { ModelResolver } from "../generation/resolve-model.js";
+import { systemFingerprint } from "../generation/response-fields.js";
 import { structuredGrammar } from "../generation/structured-output.js";
 import { continuedText } from "./messages.js";
 import { planChat } from "./plan.js";
@@ -39,6 +40,7 @@ export class ChatCompletions {
     const options: ChatResponseOptions = {
       id: request.requestId,
       model,
+      systemFingerprint: systemFingerprint(target),
       n: plan.generate.n,
       logprobs: plan.generate.logprobs,
       returnTokenIds: request.returnTokenIds ?? false,

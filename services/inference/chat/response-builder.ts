@@ -16,6 +16,8 @@ type Event = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" }>;
 export interface ChatResponseOptions {
   id: string | undefined;
   model: string;
+  /** Which weights answer (generation/response-fields.ts). */
+  systemFingerprint: string;
   n: number;
   logprobs: boolean;
   returnTokenIds: boolean;
@@ -59,6 +61,7 @@ export async function buildChatCompletion(events: AsyncIterable<Event>, options:
     object: "chat.completion",
     created: BigInt(Math.floor(Date.now() / 1000)),
     model: options.model,
+    systemFingerprint: options.systemFingerprint,
     choices: choices.map((choice, index) => {
       const reply = wholeReply(echo + choice.text, options);
       const calls = joinToolCalls(reply.calls);
@@ -107,6 +110,7 @@ export async function* streamChatChunks(events: AsyncIterable<Event>, options: C
     object: "chat.completion.chunk",
     created,
     model: options.model,
+    systemFingerprint: options.systemFingerprint,
     choices,
     promptTokenIds: [],
     ...(options.continuousUsage ? { usage: usageMessage({ promptTokens, completionTokens: sum(completion), cachedTokens: 0 }) } : {}),

@@ -7,6 +7,7 @@ import type { InferenceEngine } from "../engine/inference-engine.js";
 import type { EndpointCall } from "../generation/endpoint-call.js";
 import { checkChoices, type RequestLimits } from "../generation/request-bounds.js";
 import type { ModelResolver } from "../generation/resolve-model.js";
+import { systemFingerprint } from "../generation/response-fields.js";
 import { structuredGrammar } from "../generation/structured-output.js";
 import { planCompletion, readPrompts } from "./plan.js";
 import { runPrompts } from "./prompt-runner.js";
@@ -37,6 +38,7 @@ export class Completions {
     const options: CompletionResponseOptions = {
       id: request.requestId,
       model,
+      systemFingerprint: systemFingerprint(target),
       n: plan.n,
       echo: plan.echo,
       logprobs: request.logprobs ?? null,

@@ -15,6 +15,8 @@ export type PromptEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "
 export interface CompletionResponseOptions {
   id: string | undefined;
   model: string;
+  /** Which weights answer (generation/response-fields.ts). */
+  systemFingerprint: string;
   n: number;
   echo: boolean;
   /** Alternatives per token; null when no log-probabilities were asked for. */
@@ -126,6 +128,7 @@ export async function buildCompletion(events: AsyncIterable<PromptEvent>, prompt
     object: "text_completion",
     created: BigInt(Math.floor(Date.now() / 1000)),
     model: options.model,
+    systemFingerprint: options.systemFingerprint,
     choices: choices.map((choice, index): Choice => {
       const prompt = started.get(Math.floor(index / options.n));
       return {
@@ -148,7 +151,7 @@ export async function* streamCompletionChunks(events: AsyncIterable<PromptEvent>
   const created = BigInt(Math.floor(Date.now() / 1000));
   const logprobs = Array.from({ length: prompts * options.n }, () => new ChoiceLogprobs());
   const usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
-  const chunk = (choice: Choice) => ({ id, object: "text_completion", created, model: options.model, choices: [choice] });
+  const chunk = (choice: Choice) => ({ id, object: "text_completion", created, model: options.model, systemFingerprint: options.systemFingerprint, choices: [choice] });
   for await (const event of events) {
     const base = event.prompt * options.n;
     if (event.type === "started") {
@@ -168,7 +171,7 @@ export async function* streamCompletionChunks(events: AsyncIterable<PromptEvent>
       yield chunk({ index: base + event.choice, text: "", finishReason: event.finishReason, stopReason: stopReasonValue(event.stopReason) });
     } else if (event.type === "done") addUsage(usage, event.usage);
   }
-  if (options.includeUsage) yield { id, object: "text_completion", created, model: options.model, choices: [], usage: usageMessage(usage) };
+  if (options.includeUsage) yield { id, object: "text_completion", created, model: options.model, systemFingerprint: options.systemFingerprint, choices: [], usage: usageMessage(usage) };
 }
 
 type UsageCounts = Extract<PromptEvent, { type: "done" }>["usage"];

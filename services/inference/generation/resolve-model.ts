@@ -12,6 +12,11 @@ export interface ServeTarget {
   base: BaseModelEntry;
   adapterPath: string | null;
   step: number | null;
+  /**
+   * The served adapter's SHA-256 (its GGUF blob; the engines' files are named by it): the same
+   * weights under another name, as after a fork, have the same. Null for the base model's weights.
+   */
+  adapterSha256: string | null;
 }
 
 /** What a name points at, before any adapter file is fetched. */
@@ -75,10 +80,10 @@ export class ModelResolver {
 
   async resolve(entity: string, requested: string): Promise<ServeTarget> {
     const found = await this.find(entity, requested);
-    if (found.kind === "base") return { entity, base: found.base, adapterPath: null, step: null };
+    if (found.kind === "base") return { entity, base: found.base, adapterPath: null, step: null, adapterSha256: null };
     const checkpoint = found.step === "latest" ? await this.deps.checkpoints.latest(found.model._id) : found.checkpoint;
-    if (!checkpoint) return { entity, base: found.base, adapterPath: null, step: 0 };
+    if (!checkpoint) return { entity, base: found.base, adapterPath: null, step: 0, adapterSha256: null };
     const adapterPath = this.deps.wholeAdapter?.(found.base.name) ? await this.deps.adapters.wholePath(checkpoint) : await this.deps.adapters.ggufPath(checkpoint);
-    return { entity, base: found.base, adapterPath, step: checkpoint.step };
+    return { entity, base: found.base, adapterPath, step: checkpoint.step, adapterSha256: adapterPath ? checkpoint.adapter_sha256 : null };
   }
 }

@@ -33,6 +33,8 @@ def test_sft_teaches_a_fact_that_the_sampler_then_answers(tinker_clients: Tinker
     base_sampler = ready(service_client.create_sampling_client(base_model=BASE))
     before = greedy(base_sampler, FACT_PROMPT, len(FACT_ANSWER))
     assert before != FACT_ANSWER, "the base model already answers the made-up fact"
+    scored = types.ModelInput.from_ints(list(FACT_PROMPT) + list(FACT_ANSWER))
+    base_logprobs = base_sampler.compute_logprobs(scored).result()  # type: ignore[attr-defined]
 
     losses: list[float] = []
     for _ in range(60):
@@ -45,8 +47,12 @@ def test_sft_teaches_a_fact_that_the_sampler_then_answers(tinker_clients: Tinker
     sampler = ready(training_client.save_weights_and_get_sampling_client())
     after = greedy(sampler, FACT_PROMPT, len(FACT_ANSWER))
     assert after == FACT_ANSWER, f"greedy answer {after}, taught {FACT_ANSWER} (losses {losses[0]:.3f} -> {losses[-1]:.3f})"
-    # The base model's sampler is unchanged by the training.
-    assert greedy(base_sampler, FACT_PROMPT, len(FACT_ANSWER)) == before
+    # The base model's sampler is unchanged by the training: the same log-probs of the same tokens
+    # (not its greedy text again: the repeated prompt's cached prefix is evaluated in another batch
+    # shape, and float sums in another order can tip a near tie of the untrained model).
+    again = base_sampler.compute_logprobs(scored).result()  # type: ignore[attr-defined]
+    assert len(again) == len(base_logprobs) and again[0] is None, again
+    assert max(abs(a - b) for a, b in zip(again[1:], base_logprobs[1:])) < 1e-3, (again, base_logprobs)
 
 
 @pytest.mark.time_limit(120)

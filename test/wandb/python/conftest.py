@@ -223,6 +223,18 @@ class ArtTools:
         logprobs = [t.logprob for t in (choice.logprobs.content or [])] if choice.logprobs else []
         return choice.message.content or "", logprobs
 
+    async def fingerprint(self, model: art.TrainableModel, step: int | None) -> str:
+        """The `system_fingerprint` of a step's answer (None: the model's latest): equal exactly when
+        the same weights answered. Two greedy answers of the same weights may still differ: a cached
+        prompt prefix is evaluated in another batch shape, and a near tie can turn."""
+        completion = await model.openai_client().chat.completions.create(
+            model=model.get_inference_name(step=step),
+            messages=[{"role": "user", "content": "Hi"}],
+            max_tokens=1,
+        )
+        assert completion.system_fingerprint, completion
+        return completion.system_fingerprint
+
 
 def art_version() -> tuple[int, ...]:
     """The installed openpipe-art's version, as numbers."""

@@ -26,11 +26,12 @@ async def rl_loop(tools: ArtTools, env: WandbEnv) -> None:
         assert await model.get_step() == 1
         assert "loss/train" in result.metrics, result.metrics
         await model.log(metrics=result.metrics, step=result.step, split="train")
-        # The new step is served (and is the model's latest).
-        text, logprobs = await tools.greedy(model, 1, "Say something.")
+        # The new step is served (and is the model's latest, not the base model).
+        _, logprobs = await tools.greedy(model, 1, "Say something.")
         assert logprobs, "no log-probabilities for the new step's completion"
-        latest, _ = await tools.greedy(model, None, "Say something.")
-        assert latest == text
+        step_one = await tools.fingerprint(model, 1)
+        assert await tools.fingerprint(model, None) == step_one
+        assert await tools.fingerprint(model, 0) != step_one
         if env.api_key_in_env:
             run = model._wandb_run
             assert run is not None, "with WANDB_API_KEY set, model.log(metrics=) starts a wandb run"
