@@ -20,44 +20,67 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 mkdir -p test-results
-rm -f test-results/vitest.json test-results/pytest*.xml
+rm -f test-results/vitest.json test-results/pytest*.xml test-results/pytest*.log
 phase_started=$SECONDS
 npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
 echo "test: vitest took $((SECONDS - phase_started)) s"
 phase_started=$SECONDS
-# The trainer's Python tests, with the environment scripts/install-trainer.sh made (or TRAINER_PYTHON).
+# Then the trainer's Python tests (the environment scripts/install-trainer.sh made, or TRAINER_PYTHON)
+# and the client matrix: one pytest run per client environment, each against a server of its own
+# (test/support/python/srl_pytest_server.py):
+# - ART 0.5.18 with wandb 0.25.0 (scripts/install-art-client.sh, on the trainer's environment),
+#   wandb 0.28.0 alone (the plain W&B script tests) and ART 0.5.23 with wandb 0.31.0
+#   (scripts/install-client-env.sh: standalone, on the newest Python >= 3.12): test/wandb/python;
+# - the Tinker SDK 0.38.0 with tinker-cookbook 0.6.1, the SDK 0.34.0 (ART 0.5.23's pin) and ART
+#   0.5.23's TinkerNativeBackend (openpipe-art[tinker], standalone on Python 3.12): test/tinker/python.
+# They run in two lanes at once: a client run keeps about two thirds of a core busy (its client,
+# server and engines), so two share the 2 cores. A line says when each run starts; its whole
+# output is printed when it ends, never mixed with the other lane's.
 trainer_python="${TRAINER_PYTHON:-.cache/trainer-venv/bin/python}"
-echo "test: pytest services/training/torch_trainer/tests with $trainer_python"
-"$trainer_python" -m pytest services/training/torch_trainer/tests -q --junitxml=test-results/pytest.xml
-# The client matrix (test/wandb/python; conftest.py starts a server of its own for each run), one
-# pytest run per client environment: ART 0.5.18 with wandb 0.25.0 (scripts/install-art-client.sh,
-# on the trainer's environment), wandb 0.28.0 alone (the plain W&B script tests) and ART 0.5.23
-# with wandb 0.31.0 (scripts/install-client-env.sh: standalone, on the newest Python >= 3.12); then
-# the Tinker tests (test/tinker/python, their own server) with the Tinker SDK 0.38.0 and
-# tinker-cookbook 0.6.1, then with the SDK 0.34.0 (ART 0.5.23's pin; the cookbook tests skip
-# there), each an overlay on the trainer's environment.
-client_reports=()
-client_tests() { # NAME PYTHON TESTS...
-  local name="$1" python="$2" missing=".cache/clients/$1.missing"
+print_whole() { # LOG: printed in one piece (the other lane may be printing too)
+  if command -v flock >/dev/null 2>&1; then flock test-results/.print-lock cat "$1"; else cat "$1"; fi
+}
+logged_pytest() { # NAME PYTHON TESTS...: pytest in the lane, its output to test-results/NAME.log
+  local name="$1" python="$2" report="test-results/$1.xml" log="test-results/$1.log"
   shift 2
-  if [ -f "$missing" ]; then
-    echo "test: NOT RUN: the $name client tests: $(cat "$missing")"
+  if [ "$name" = pytest ]; then unset SRL_CLIENT_ENV; else export SRL_CLIENT_ENV="${name#pytest-}"; fi
+  local what="pytest $* with $python"
+  [ -z "${SRL_CLIENT_ENV:-}" ] || what="pytest $* with the $SRL_CLIENT_ENV client environment ($python)"
+  echo "test: started $what"
+  local started=$SECONDS
+  { echo "test: $what"; "$python" -m pytest "$@" -q --junitxml="$report"; echo "test: $what took $((SECONDS - started)) s"; } >"$log" 2>&1
+  print_whole "$log"
+}
+client_tests() { # NAME PYTHON TESTS...: skipped, and said so, where the environment is missing
+  local name="$1"
+  if [ -f ".cache/clients/$name.missing" ]; then
+    echo "test: NOT RUN: the $name client tests: $(cat ".cache/clients/$name.missing")"
     return
   fi
-  echo "test: pytest $* with the $name client environment ($python)"
-  SRL_CLIENT_ENV="$name" "$python" -m pytest "$@" -q --junitxml="test-results/pytest-$name.xml"
-  client_reports+=("test-results/pytest-$name.xml")
+  shift
+  (logged_pytest "pytest-$name" "$@")
 }
-client_tests art-0.5.18 .cache/art-client-venv/bin/python test/wandb/python
-client_tests wandb-0.28.0 .cache/clients/wandb-0.28.0/bin/python test/wandb/python/test_wandb_script.py test/wandb/python/test_wandb_reads.py test/wandb/python/test_wandb_artifact_sizes.py
-client_tests art-0.5.23 .cache/clients/art-0.5.23/bin/python test/wandb/python
-client_tests tinker-0.38.0 .cache/clients/tinker-0.38.0/bin/python test/tinker/python
-# SDK 0.34 differs from 0.38 in how it makes training clients and resumes them: those tests run
-# again with it (every file passes with it too; the rest are left to the 0.38 run for time).
-client_tests tinker-0.34.0 .cache/clients/tinker-0.34.0/bin/python test/tinker/python/test_tinker_basics.py test/tinker/python/test_tinker_sft.py test/tinker/python/test_tinker_checkpoints.py
-# ART 0.5.23's TinkerNativeBackend (register, sample, train, sample the new step) in its own
-# environment: openpipe-art[tinker]==0.5.23, standalone on the newest Python 3.12 (the file is
-# skipped in the other environments).
-client_tests art-0.5.23-tinker .cache/clients/art-0.5.23-tinker/bin/python test/tinker/python/test_art_tinker_native.py
+client_envs=(art-0.5.18 wandb-0.28.0 art-0.5.23 tinker-0.38.0 tinker-0.34.0 art-0.5.23-tinker)
+(
+  logged_pytest pytest "$trainer_python" services/training/torch_trainer/tests
+  client_tests art-0.5.18 .cache/art-client-venv/bin/python test/wandb/python
+  client_tests art-0.5.23 .cache/clients/art-0.5.23/bin/python test/wandb/python
+) &
+first_lane=$!
+(
+  client_tests tinker-0.38.0 .cache/clients/tinker-0.38.0/bin/python test/tinker/python
+  # SDK 0.34 differs from 0.38 in how it makes training clients and resumes them: those tests run
+  # again with it (every file passes with it too; the rest are left to the 0.38 run for time).
+  client_tests tinker-0.34.0 .cache/clients/tinker-0.34.0/bin/python test/tinker/python/test_tinker_basics.py test/tinker/python/test_tinker_sft.py test/tinker/python/test_tinker_checkpoints.py
+  # The file is skipped in the other environments.
+  client_tests art-0.5.23-tinker .cache/clients/art-0.5.23-tinker/bin/python test/tinker/python/test_art_tinker_native.py
+  client_tests wandb-0.28.0 .cache/clients/wandb-0.28.0/bin/python test/wandb/python/test_wandb_script.py test/wandb/python/test_wandb_reads.py test/wandb/python/test_wandb_artifact_sizes.py
+) &
+second_lane=$!
+wait "$first_lane" "$second_lane"
+client_reports=()
+for name in "${client_envs[@]}"; do
+  [ -f ".cache/clients/$name.missing" ] || client_reports+=("test-results/pytest-$name.xml")
+done
 echo "test: pytest took $((SECONDS - phase_started)) s; install and tests $((SECONDS - test_started)) s in all"
 node scripts/summarize-tests.mjs test-results/vitest.json test-results/pytest.xml "${client_reports[@]}"

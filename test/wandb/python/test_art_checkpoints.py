@@ -3,7 +3,8 @@
 (b) backend._experimental_pull_model_checkpoint(model, step=N) after one RL step on
 SmolLM2-135M-Instruct Q4_1 (the `smollm2` base model): a PEFT adapter directory that
 peft.PeftModel.from_pretrained loads onto the Hugging Face model transformers builds from the
-very GGUF file the service serves, and that changes its logits.
+very GGUF file the service serves, and that changes its logits (loaded in one environment of the
+matrix; the others check the files' LoRA tensors).
 
 (c) backend._experimental_fork_checkpoint(dest, from_model=src.name) copies a step of one model
 to another model on the same base, which then serves it: the same weights as the source's step
@@ -52,6 +53,11 @@ def test_pulled_checkpoint_loads_with_peft_on_the_gguf_model(
     assert "adapter_config.json" in files and "adapter_model.safetensors" in files, files
     config = json.loads((directory / "adapter_config.json").read_text())
     assert config.get("peft_type") == "LORA", config
+    check_lora_tensors(directory / "adapter_model.safetensors", config)
+    if os.environ.get("SRL_CLIENT_ENV", PEFT_LOAD_ENV) != PEFT_LOAD_ENV:
+        # What PEFT loads is the service's files, the same whichever client pulled them; loading
+        # them (half a minute: transformers dequantizes the GGUF) is shown once, in PEFT_LOAD_ENV.
+        return
 
     # transformers + peft in a fresh interpreter, as a user's own script would, in the trainer's
     # environment (the ART 0.5.23 client's has no torch): `import art` (0.5.18) replaces
@@ -69,6 +75,34 @@ def test_pulled_checkpoint_loads_with_peft_on_the_gguf_model(
     difference = result["max_abs_logit_difference"]
     assert difference > 1e-5, f"the pulled adapter does not change the logits (max |Δ| {difference:g})"
     assert difference < 50, f"the pulled adapter changes the logits implausibly much (max |Δ| {difference:g})"
+
+
+# The client environment of the matrix (scripts/test.sh) in which the pulled adapter is also loaded
+# with PEFT; run by hand (no SRL_CLIENT_ENV), every environment loads it.
+PEFT_LOAD_ENV = "art-0.5.18"
+
+
+def check_lora_tensors(path: Path, config: dict[str, object]) -> None:
+    """The safetensors file holds a LoRA A (r x in) and B (out x r) for each adapted module, of
+    the adapter config's rank, and of every target module type it names (read from the file's
+    header: the ART 0.5.23 environment has neither torch nor safetensors)."""
+    with path.open("rb") as file:
+        size = int.from_bytes(file.read(8), "little")
+        header = json.loads(file.read(size))
+    tensors = {name: entry for name, entry in header.items() if name != "__metadata__"}
+    rank = config.get("r")
+    pairs: dict[str, dict[str, list[int]]] = {}
+    for name, entry in tensors.items():
+        for side in ("lora_A", "lora_B"):
+            if f".{side}." in name:
+                pairs.setdefault(name.split(f".{side}.")[0], {})[side] = entry["shape"]
+    assert pairs, f"no LoRA tensors in {sorted(tensors)[:8]}"
+    for module, sides in pairs.items():
+        a, b = sides.get("lora_A"), sides.get("lora_B")
+        assert a and b and a[0] == rank and b[1] == rank, (module, sides, rank)
+    targets = config.get("target_modules") or []
+    for target in targets if isinstance(targets, list) else []:  # a string is a regex: not checked
+        assert any(module.endswith(f".{target}") for module in pairs), (target, sorted(pairs)[:8])
 
 
 PEFT_CHECK = """
