@@ -10,13 +10,17 @@ import { HfTokenizerFileCache } from "../weights/index.js";
 export function hfTokenizerRepos(catalog: BaseModelCatalog, config: Pick<Config, "dataDir" | "engineHubTimeoutMs">): HfTokenizerRepos {
   const cache = new HfTokenizerFileCache();
   // An `hf:` model not downloaded yet is fetched as the engine's first request for it would fetch
-  // it, once however many clients ask at the same time.
-  const resolving = new Map<string, Promise<string>>();
+  // it, once however many clients ask at the same time; its path is then kept (one from_pretrained
+  // makes several requests), and forgotten if finding it failed, so a later request tries again.
+  const paths = new Map<string, Promise<string>>();
   const pathOf = (source: string): Promise<string> => {
-    let path = resolving.get(source);
+    let path = paths.get(source);
     if (!path) {
-      path = modelPath(source, config.dataDir, config.engineHubTimeoutMs).finally(() => resolving.delete(source));
-      resolving.set(source, path);
+      path = modelPath(source, config.dataDir, config.engineHubTimeoutMs).catch((error: unknown) => {
+        paths.delete(source);
+        throw error;
+      });
+      paths.set(source, path);
     }
     return path;
   };

@@ -35,7 +35,7 @@ type NodeHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type Request = Parameters<NodeHandler>[0];
 type Response = Parameters<NodeHandler>[1];
 
-export const HF_PREFIX = "/hf";
+const HF_PREFIX = "/hf";
 
 /** The base models whose tokenizers are served, by catalog name. */
 export interface HfTokenizerRepos {

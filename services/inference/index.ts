@@ -11,6 +11,7 @@ export { ModelResolver, type ServeTarget } from "./generation/resolve-model.js";
 export type { EngineEvent, InferenceEngine } from "./engine/inference-engine.js";
 export type { GenerateRequest, PromptLogprobOut, TokenLogprobOut } from "./engine/protocol.js";
 export { checkPromptBytes, type RequestLimits } from "./generation/request-bounds.js";
+export { foldSeed } from "./generation/shared-plan.js";
 export { TOKEN_ID_BYTES } from "./completions/request-checks.js";
 
 // The engine: the engine process's client, remote engines, and the set the handlers generate on.

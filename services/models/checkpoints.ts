@@ -56,14 +56,17 @@ const ABANDONED_CLAIM_MS = 60_000;
  * collection (the latest of 5,000 checkpoints took 317 ms by a sorted query, on every request).
  */
 export function checkpointId(modelId: string, step: number): string {
-  const h = createHash("sha1").update(`checkpoint/${modelId}/${step}`).digest("hex");
-  const variant = ((parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return uuidOfSha1(`checkpoint/${modelId}/${step}`);
 }
 
 /** The `_id` of a checkpoint name's claim: a UUID-shaped SHA-1 of (model, name), like checkpointId. */
 export function checkpointNameId(modelId: string, name: string): string {
-  const h = createHash("sha1").update(`checkpoint-name/${modelId}/${name}`).digest("hex");
+  return uuidOfSha1(`checkpoint-name/${modelId}/${name}`);
+}
+
+/** A version-5-shaped UUID of the SHA-1 of `text`. */
+function uuidOfSha1(text: string): string {
+  const h = createHash("sha1").update(text).digest("hex");
   const variant = ((parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
@@ -141,7 +144,7 @@ export class Checkpoints implements BlobReferences, LegacyBlobOwner {
       await this.checkpoints.insertOne(record);
     } catch (error) {
       // The adapter's blobs stay until the collector finds no checkpoint naming them.
-      if (name !== null) await this.names.deleteOne({ _id: checkpointNameId(modelId, name), checkpoint_id: record._id }).catch(() => undefined);
+      await this.releaseNames([record]).catch(() => undefined);
       if (error instanceof MongoServerError && error.code === 11000) throw conflict(`model ${modelId} already has a checkpoint at step ${step}`);
       throw error;
     }

@@ -9,4 +9,4 @@ export { type ModelRecord, ModelRegistry } from "./registry.js";
 export { type RunRecord, Runs } from "./runs.js";
 export { Trainability } from "./trainability.js";
 export { TrajectoryLog } from "./trajectory-log.js";
-export { parseModelName, parseTinkerPath, type ModelName, type TinkerCheckpointType } from "./model-names.js";
+export { parseModelName, parseTinkerPath, TINKER_SEGMENT_OF_TYPE, type ModelName, type TinkerCheckpointType } from "./model-names.js";

@@ -15,13 +15,17 @@ export type ModelName =
 /** Tinker's checkpoint kinds by their path segment (the SDK's ParsedCheckpointTinkerPath). */
 export type TinkerCheckpointType = "training" | "sampler" | "external";
 
-const TINKER_SEGMENTS: Record<string, TinkerCheckpointType> = { weights: "training", sampler_weights: "sampler", external_weights: "external" };
+/** Each kind's path segment: `tinker://{run}/{segment}/{name}`. */
+export const TINKER_SEGMENT_OF_TYPE: Record<TinkerCheckpointType, string> = { training: "weights", sampler: "sampler_weights", external: "external_weights" };
+const TINKER_SEGMENTS: Record<string, TinkerCheckpointType> = Object.fromEntries(Object.entries(TINKER_SEGMENT_OF_TYPE).map(([type, segment]) => [segment, type as TinkerCheckpointType]));
 
 /**
  * `tinker://{run}/{weights|sampler_weights|external_weights}/{name}` as the Tinker SDK reads it:
- * exactly three non-empty parts; `checkpointId` is `{segment}/{name}`. Null for anything else.
+ * exactly three non-empty parts (around surrounding blanks); `checkpointId` is `{segment}/{name}`.
+ * Null for anything else.
  */
-export function parseTinkerPath(text: string): Extract<ModelName, { kind: "tinker" }> | null {
+export function parseTinkerPath(raw: string): Extract<ModelName, { kind: "tinker" }> | null {
+  const text = raw.trim();
   if (!text.startsWith("tinker://")) return null;
   const parts = text.slice("tinker://".length).split("/");
   if (parts.length !== 3 || parts.some((part) => part.length === 0)) return null;

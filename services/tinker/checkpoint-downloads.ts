@@ -4,13 +4,13 @@
 import { ApiError, badRequest } from "../core/errors.js";
 import type { Checkpoints } from "../models/index.js";
 import type { UrlSigner } from "../store/index.js";
-import { type DownloadSource, openCheckpointAdapter } from "../training/index.js";
+import { type DownloadSource, openCheckpointAdapter, openCheckpointArchive } from "../training/index.js";
 import type { TinkerCheckpointRecord, TinkerCheckpoints } from "./tinker-checkpoints.js";
 
 /** How long a signed checkpoint download URL stays valid. */
 const DOWNLOAD_URL_TTL_MS = 3_600_000;
 /** The file name a signed URL of a checkpoint's whole archive carries. */
-export const ARCHIVE = "archive.tar";
+const ARCHIVE = "archive.tar";
 
 export class CheckpointDownloads {
   constructor(
@@ -41,9 +41,9 @@ export class CheckpointDownloads {
     const model = await this.deps.checkpoints.atStep(checkpoint.training_run_id, checkpoint.model_step ?? -1);
     if (!model) throw badRequest(`tinker://${grant.r}/${grant.c} no longer has its files`);
     const stem = `${checkpoint.training_run_id}-${checkpoint.checkpoint_id}`.replace(/[^A-Za-z0-9._-]/g, "_");
-    const archive = filename === ARCHIVE;
-    const source = await openCheckpointAdapter(this.deps.checkpoints, model, stem, archive ? null : filename, archive ? "all" : null, `tinker://${grant.r}/${grant.c} has no files`);
-    return archive ? source : { ...source, filename };
+    const noFiles = `tinker://${grant.r}/${grant.c} has no files`;
+    if (filename === ARCHIVE) return openCheckpointArchive(this.deps.checkpoints, model, stem, noFiles);
+    return { ...(await openCheckpointAdapter(this.deps.checkpoints, model, stem, filename, null, noFiles)), filename };
   }
 
   /** A checkpoint whose adapter files download: sampler or external weights (training state holds the trainer's own files). */

@@ -80,9 +80,4 @@ export class CommandQueues {
     queue.lastSeq = lastSeq;
     this.queues.set(clientId, queue);
   }
-
-  /** A client that is gone (unloaded, deleted): its order is forgotten once its queue is empty. */
-  forget(clientId: string): void {
-    this.queues.delete(clientId);
-  }
 }

@@ -4,14 +4,14 @@ import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { type CheckpointSchema, type SupportedModelSchema, Tinker, type TrainingRunSchema } from "../../gen/srl/tinker/v1/tinker_pb.js";
 import { badRequest } from "../core/errors.js";
 import { defineHandlers, principalOf } from "../core/rpc/index.js";
-import type { BaseModelCatalog, Checkpoints, Trainability } from "../models/index.js";
+import { type BaseModelCatalog, type Checkpoints, parseTinkerPath, type Trainability } from "../models/index.js";
 import type { UrlSigner } from "../store/index.js";
 import { CheckpointDownloads } from "./checkpoint-downloads.js";
 import { futureResult } from "./future-results.js";
 import { adamSettings, optionalNumber, stopOf, stringMap } from "./request-fields.js";
 import type { FutureHandle, TinkerApi } from "./tinker-api.js";
 import type { TokenSampleRequest } from "./sampling/token-sampler.js";
-import { parseTinkerPath, type TinkerCheckpointRecord, tinkerPath } from "./tinker-checkpoints.js";
+import { type TinkerCheckpointRecord, tinkerPath } from "./tinker-checkpoints.js";
 import type { TrainingRunRecord } from "./training-runs.js";
 
 export interface TinkerHandlerDeps {
@@ -284,8 +284,7 @@ export function tinkerHandlers(deps: TinkerHandlerDeps) {
     async deleteCheckpoint(request, context) {
       const entity = principalOf(context).entity;
       const checkpoint = await tinkerCheckpoints.getOwned(entity, request.trainingRunId, request.checkpointId);
-      if (checkpoint.model_step !== undefined) await deps.checkpoints.deleteSteps(checkpoint.training_run_id, [checkpoint.model_step]);
-      await tinkerCheckpoints.remove(checkpoint._id);
+      await tinkerCheckpoints.remove(checkpoint, deps.checkpoints);
       return {};
     },
     async weightsInfo(request, context) {
@@ -309,7 +308,7 @@ export function tinkerHandlers(deps: TinkerHandlerDeps) {
     if (modelPath !== null && modelPath !== "") {
       const parsed = parseTinkerPath(modelPath);
       if (!parsed) throw badRequest(`model_path "${modelPath}" is not a tinker:// checkpoint path`);
-      if (parsed.type !== "sampler") throw badRequest(`${modelPath} is a training checkpoint; sample a sampler checkpoint (save_weights_for_sampler)`);
+      if (parsed.checkpointType !== "sampler") throw badRequest(`${modelPath} is a training checkpoint; sample a sampler checkpoint (save_weights_for_sampler)`);
       const checkpoint = await tinkerCheckpoints.getOwned(entity, parsed.trainingRunId, parsed.checkpointId);
       return { baseModel: checkpoint.base_model, modelPath: tinkerPath(checkpoint) };
     }

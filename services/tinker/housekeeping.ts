@@ -44,8 +44,7 @@ export class TinkerHousekeeping {
     const expiredFutures = await this.deps.futures.expire(now);
     let deletedCheckpoints = 0;
     for (const checkpoint of await this.deps.tinkerCheckpoints.expired(now)) {
-      if (checkpoint.model_step !== undefined) await this.deps.checkpoints.deleteSteps(checkpoint.training_run_id, [checkpoint.model_step]);
-      await this.deps.tinkerCheckpoints.remove(checkpoint._id);
+      await this.deps.tinkerCheckpoints.remove(checkpoint, this.deps.checkpoints);
       deletedCheckpoints++;
     }
     if (expiredFutures + deletedCheckpoints + expiredSessions > 0) this.deps.log.info("tinker housekeeping", { expired_futures: expiredFutures, deleted_checkpoints: deletedCheckpoints, expired_sessions: expiredSessions });

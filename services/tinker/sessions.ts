@@ -59,8 +59,13 @@ export class TinkerSessions {
   }
 
   async heartbeat(entity: string, sessionId: string): Promise<void> {
-    await this.getOwned(entity, sessionId);
-    await this.sessions.updateOne({ _id: sessionId }, { $set: { last_heartbeat_at: new Date() } });
+    await this.updateOwned(entity, sessionId, { last_heartbeat_at: new Date() });
+  }
+
+  /** Sets fields of the caller's session in one round trip (404 as getOwned). */
+  private async updateOwned(entity: string, sessionId: string, fields: Partial<SessionRecord>): Promise<void> {
+    const { matchedCount } = await this.sessions.updateOne({ _id: sessionId, entity }, { $set: fields });
+    if (matchedCount === 0) throw notFound(`The session \`${sessionId}\` does not exist.`);
   }
 
   /** Open sessions whose last heartbeat is older than `since`. */
@@ -69,8 +74,7 @@ export class TinkerSessions {
   }
 
   async finish(entity: string, sessionId: string, reason: string): Promise<void> {
-    await this.getOwned(entity, sessionId);
-    await this.sessions.updateOne({ _id: sessionId }, { $set: { finished_at: new Date(), finish_reason: reason } });
+    await this.updateOwned(entity, sessionId, { finished_at: new Date(), finish_reason: reason });
   }
 
   /** The entity's sessions, newest first, by offset. */

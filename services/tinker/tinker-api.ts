@@ -179,9 +179,7 @@ export class TinkerApi {
   }
 
   private async runOf(entity: string, modelId: string): Promise<TrainingRunRecord> {
-    const run = await this.deps.runs.getOwned(entity, modelId);
-    await this.deps.runs.touch(run._id);
-    return run;
+    return this.deps.runs.touchOwned(entity, modelId);
   }
 
   private async command(run: TrainingRunRecord, kind: FutureKind, seqId: number | null, work: (signal: AbortSignal) => Promise<FutureResult>): Promise<FutureHandle> {

@@ -5,10 +5,9 @@
 // `external_weights/{name}` (save_weights_external: the same adapter files, for download only).
 import type { Collection, Db, Filter } from "mongodb";
 import { conflict, notFound } from "../core/errors.js";
-import type { BlobReferences } from "../store/index.js";
+import type { Checkpoints, TinkerCheckpointType } from "../models/index.js";
+import { type BlobReferences, isDuplicateKey } from "../store/index.js";
 import type { TinkerLora } from "./training-runs.js";
-
-export type TinkerCheckpointType = "training" | "sampler" | "external";
 
 export interface TinkerCheckpointRecord {
   /** `{training_run_id}/{checkpoint_id}`. */
@@ -29,17 +28,6 @@ export interface TinkerCheckpointRecord {
   with_optimizer?: boolean;
   /** sampler, external: the step of the run's model whose checkpoint holds the adapter files. */
   model_step?: number;
-}
-
-export const SEGMENT_OF_TYPE: Record<TinkerCheckpointType, string> = { training: "weights", sampler: "sampler_weights", external: "external_weights" };
-const TYPE_OF_SEGMENT: Record<string, TinkerCheckpointType> = { weights: "training", sampler_weights: "sampler", external_weights: "external" };
-
-/** `tinker://{run}/{weights|sampler_weights|external_weights}/{name}` -> its parts; null when not one. */
-export function parseTinkerPath(path: string): { trainingRunId: string; type: TinkerCheckpointType; checkpointId: string; name: string } | null {
-  const match = /^tinker:\/\/([^/]+)\/(weights|sampler_weights|external_weights)\/([^/]+)$/.exec(path.trim());
-  const type = match?.[2] ? TYPE_OF_SEGMENT[match[2]] : undefined;
-  if (!match?.[1] || !match[3] || !type) return null;
-  return { trainingRunId: match[1], type, checkpointId: `${match[2]}/${match[3]}`, name: match[3] };
 }
 
 export function tinkerPath(record: Pick<TinkerCheckpointRecord, "training_run_id" | "checkpoint_id">): string {
@@ -64,8 +52,16 @@ export class TinkerCheckpoints implements BlobReferences {
 
   /** Adds a checkpoint; an existing one of that id is replaced only with `overwrite`. */
   async put(record: TinkerCheckpointRecord, overwrite: boolean): Promise<void> {
-    if (!overwrite && (await this.checkpoints.findOne({ _id: record._id }))) throw conflict(`The checkpoint ${tinkerPath(record)} exists already (save with overwrite, or another name).`);
-    await this.checkpoints.replaceOne({ _id: record._id }, record, { upsert: true });
+    if (overwrite) {
+      await this.checkpoints.replaceOne({ _id: record._id }, record, { upsert: true });
+      return;
+    }
+    try {
+      await this.checkpoints.insertOne(record);
+    } catch (error) {
+      if (isDuplicateKey(error)) throw conflict(`The checkpoint ${tinkerPath(record)} exists already (save with overwrite, or another name).`);
+      throw error;
+    }
   }
 
   /** A checkpoint of the caller's entity (404 in the same words for absent, expired and another's). */
@@ -101,8 +97,10 @@ export class TinkerCheckpoints implements BlobReferences {
     await this.checkpoints.updateOne({ _id: id }, { $set: { expires_at: expiresAt } });
   }
 
-  async remove(id: string): Promise<void> {
-    await this.checkpoints.deleteOne({ _id: id });
+  /** Deletes a checkpoint, and the model checkpoint (step) holding its adapter files, if any. */
+  async remove(checkpoint: TinkerCheckpointRecord, modelCheckpoints: Pick<Checkpoints, "deleteSteps">): Promise<void> {
+    if (checkpoint.model_step !== undefined) await modelCheckpoints.deleteSteps(checkpoint.training_run_id, [checkpoint.model_step]);
+    await this.checkpoints.deleteOne({ _id: checkpoint._id });
   }
 
   async removeRun(trainingRunId: string): Promise<void> {

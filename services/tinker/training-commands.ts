@@ -5,18 +5,18 @@ import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ForwardBackwardRequest } from "../../gen/tinker/tinker_public_pb.js";
 import { badRequest, notFound } from "../core/errors.js";
-import type { BaseModelCatalog, Checkpoints, ModelDeletion, ModelRegistry, Trainability } from "../models/index.js";
+import { type BaseModelCatalog, type Checkpoints, type ModelDeletion, type ModelRegistry, parseTinkerPath, TINKER_SEGMENT_OF_TYPE, type TinkerCheckpointType, type Trainability } from "../models/index.js";
 import type { BlobStore } from "../store/index.js";
 import { readBlob } from "../store/index.js";
 import { type AdamSettings, type BaseModelRef, baseModelRefOf, type LiveAdapterCommand, type LiveAdapterDatum, type LiveAdapterLora, LiveAdapterLostError, type LiveAdapterResult } from "../training/index.js";
 import type { FutureResult } from "./futures.js";
 import type { TinkerSessions } from "./sessions.js";
-import { CHECKPOINT_NAME, parseTinkerPath, SEGMENT_OF_TYPE, type TinkerCheckpointRecord, type TinkerCheckpoints, type TinkerCheckpointType, tinkerPath } from "./tinker-checkpoints.js";
+import { CHECKPOINT_NAME, type TinkerCheckpointRecord, type TinkerCheckpoints, tinkerPath } from "./tinker-checkpoints.js";
 import type { TinkerLora, TrainingRunRecord, TrainingRuns } from "./training-runs.js";
 import { forwardBackwardOutput } from "./wire/outputs.js";
 
 /** The project a training run's registered model lives in (its name is `run-<uuid>`). */
-export const TINKER_PROJECT = "tinker";
+const TINKER_PROJECT = "tinker";
 
 export interface TrainingCommandDeps {
   catalog: BaseModelCatalog;
@@ -146,7 +146,7 @@ export class TrainingCommands {
   async trainingCheckpoint(entity: string, path: string): Promise<TinkerCheckpointRecord> {
     const parsed = parseTinkerPath(path);
     if (!parsed) throw badRequest(`"${path}" is not a checkpoint path: tinker://{training_run_id}/weights/{name}`);
-    if (parsed.type !== "training") throw badRequest(`${path} holds sampler weights only (no optimizer state, not loadable for training): load a tinker://.../weights/... checkpoint made by save_state`);
+    if (parsed.checkpointType !== "training") throw badRequest(`${path} holds sampler weights only (no optimizer state, not loadable for training): load a tinker://.../weights/... checkpoint made by save_state`);
     return this.deps.tinkerCheckpoints.getOwned(entity, parsed.trainingRunId, parsed.checkpointId);
   }
 
@@ -163,7 +163,7 @@ export class TrainingCommands {
     if (!gguf) throw new Error("the trainer exported no GGUF adapter");
     const latest = await this.deps.checkpoints.latest(run._id);
     const step = (latest?.step ?? 0) + 1;
-    const checkpointId = `${SEGMENT_OF_TYPE[type]}/${name}`;
+    const checkpointId = `${TINKER_SEGMENT_OF_TYPE[type]}/${name}`;
     // Saving under a name again replaces what it named (its path then serves the new weights).
     const replaced = await this.deps.checkpoints.byName(run._id, checkpointId);
     if (replaced) await this.deps.checkpoints.deleteById(replaced._id);
@@ -190,7 +190,7 @@ export class TrainingCommands {
   }
 
   private checkpointRecord(run: TrainingRunRecord, type: TinkerCheckpointType, name: string, options: { ttlSeconds: number | null; userMetadata: Record<string, string> | null }, size: number): TinkerCheckpointRecord {
-    const checkpointId = `${SEGMENT_OF_TYPE[type]}/${name}`;
+    const checkpointId = `${TINKER_SEGMENT_OF_TYPE[type]}/${name}`;
     const now = new Date();
     return {
       _id: `${run._id}/${checkpointId}`,
@@ -225,7 +225,7 @@ export function trainingRunId(sessionId: string, modelSeqId: number): string {
 }
 
 /** Tinker's switches as the trainer's target modules (Hugging Face names of llama-family models). */
-export function trainerLora(lora: TinkerLora): LiveAdapterLora {
+function trainerLora(lora: TinkerLora): LiveAdapterLora {
   const targetModules = [
     ...(lora.train_attn ? ["q_proj", "k_proj", "v_proj", "o_proj"] : []),
     ...(lora.train_mlp ? ["gate_proj", "up_proj", "down_proj"] : []),

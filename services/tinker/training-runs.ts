@@ -67,8 +67,11 @@ export class TrainingRuns {
     return this.runs.find({ entity, session_id: sessionId }).toArray();
   }
 
-  async touch(runId: string): Promise<void> {
-    await this.runs.updateOne({ _id: runId }, { $set: { last_request_at: new Date() } });
+  /** The caller's run, its last request time set to now in the same round trip (404 as getOwned). */
+  async touchOwned(entity: string, runId: string): Promise<TrainingRunRecord> {
+    const record = await this.runs.findOneAndUpdate({ _id: runId, entity }, { $set: { last_request_at: new Date() } }, { returnDocument: "after" });
+    if (!record) throw notFound(`The training run \`${runId}\` does not exist.`);
+    return record;
   }
 
   /** The next number for an unnamed sampler checkpoint. */

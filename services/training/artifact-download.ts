@@ -46,16 +46,12 @@ export async function openDownload(
   return { filename: chosen, contentType: contentTypeOf(chosen), size: file.size, chunks: file.stream };
 }
 
-/**
- * A checkpoint's adapter as one download: a file by name (default the GGUF), PEFT's two files as a
- * tar (`format: "peft"`), or every file of it as a tar (`format: "all"`).
- */
+/** A checkpoint's adapter as one download: a file by name (default the GGUF), or PEFT's two files as a tar (`format: "peft"`). */
 export async function openCheckpointAdapter(checkpoints: Checkpoints, checkpoint: CheckpointRecord, stem: string, filename: string | null, format: string | null, noAdapterMessage: string): Promise<DownloadSource> {
   if (format !== null && filename !== null) throw badRequest("give filename or format, not both");
-  if (format !== null && format !== "gguf" && format !== "peft" && format !== "all") throw badRequest(`format must be "gguf" or "peft", got ${JSON.stringify(format)}`);
+  if (format !== null && format !== "gguf" && format !== "peft") throw badRequest(`format must be "gguf" or "peft", got ${JSON.stringify(format)}`);
   const names = checkpoints.adapterFileNames(checkpoint);
   if (names.length === 0) throw notFound(noAdapterMessage);
-  if (format === "all") return peftArchive(checkpoints, checkpoint, `${stem}.tar`, names);
   const peftNames = names.filter((n) => n !== GGUF_ADAPTER_FILE);
   if (format === "peft") {
     if (peftNames.length === 0) throw notFound(`step ${checkpoint.step} was trained before adapters were also written in PEFT's format; only ${GGUF_ADAPTER_FILE} exists`);
@@ -65,6 +61,13 @@ export async function openCheckpointAdapter(checkpoints: Checkpoints, checkpoint
   const file = names.includes(chosen) ? await checkpoints.openAdapterFile(checkpoint, chosen) : null;
   if (!file) throw notFound(`step ${checkpoint.step} has no file ${chosen} (files: ${names.join(", ")})`);
   return { filename: chosen === GGUF_ADAPTER_FILE ? `${stem}.gguf` : chosen, contentType: contentTypeOf(chosen), size: file.size, chunks: file.stream };
+}
+
+/** Every file of a checkpoint's adapter (the GGUF and PEFT's) as one tar, `${stem}.tar`. */
+export async function openCheckpointArchive(checkpoints: Checkpoints, checkpoint: CheckpointRecord, stem: string, noAdapterMessage: string): Promise<DownloadSource> {
+  const names = checkpoints.adapterFileNames(checkpoint);
+  if (names.length === 0) throw notFound(noAdapterMessage);
+  return peftArchive(checkpoints, checkpoint, `${stem}.tar`, names);
 }
 
 /** Adapter files as one uncompressed tar (safetensors barely compress), streamed as it is read. */

@@ -7,11 +7,8 @@ export { UNICODE_TO_BYTE } from "./tokenizer/byte-unicode.js";
 export {
   HF_TOKENIZER_FILES,
   HfTokenizerFileCache,
-  hfTokenizerFiles,
   hfTokenizerFilesOfGguf,
-  SUPPORTED_PRE_TOKENIZERS,
   UnsupportedTokenizerError,
-  type HfTokenizerFileName,
   type HfTokenizerFiles,
 } from "./tokenizer/hf-files.js";
 export {

@@ -45,8 +45,7 @@ export function planShared(request: SharedFields, target: ServeTarget, streaming
       topP,
       topK: request.topK ?? null,
       minP: request.minP ?? null,
-      // llama.cpp takes a 32-bit seed; the request's 64-bit seed is folded into it.
-      seed: request.seed === undefined ? null : Number(BigInt.asUintN(32, request.seed ^ (request.seed >> 32n))),
+      seed: request.seed === undefined ? null : foldSeed(request.seed),
       frequencyPenalty: request.frequencyPenalty ?? 0,
       presencePenalty: request.presencePenalty ?? 0,
       repetitionPenalty: request.repetitionPenalty ?? null,
@@ -121,4 +120,9 @@ function repetitionDetection(request: Pick<SharedFields, "repetitionDetection">)
   if (min > max) throw badRequest(`repetition_detection: min_pattern_size (${min}) exceeds max_pattern_size (${max})`);
   if (max > 1024) throw badRequest("repetition_detection: max_pattern_size must be at most 1024");
   return { minPatternSize: min, maxPatternSize: max, minCount: count };
+}
+
+/** llama.cpp takes a 32-bit seed; a request's 64-bit seed is folded into it. */
+export function foldSeed(seed: bigint): number {
+  return Number(BigInt.asUintN(32, seed ^ (seed >> 32n)));
 }

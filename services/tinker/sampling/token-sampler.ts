@@ -23,6 +23,7 @@ import { ApiError, badRequest, unavailable } from "../../core/errors.js";
 import {
   checkPromptBytes,
   type EngineEvent,
+  foldSeed,
   type GenerateRequest,
   type InferenceEngine,
   type ModelResolver,
@@ -83,14 +84,8 @@ export interface TokenSamplerDeps {
 }
 
 /** Bounds of a sample request (the contract's own: num_samples <= 64, top-k <= 20). */
-export const MAX_SAMPLES = 64;
-export const MAX_TOPK = 20;
-
-/** As the OpenAI routes fold a 64-bit seed into llama.cpp's 32-bit one (generation/shared-plan.ts). */
-export function foldSeed(seed: number): number {
-  const wide = BigInt.asIntN(64, BigInt(Math.trunc(seed)));
-  return Number(BigInt.asUintN(32, wide ^ (wide >> 32n)));
-}
+const MAX_SAMPLES = 64;
+const MAX_TOPK = 20;
 
 /** The seed of the request whose first choice is sample `first`: choice i of it draws as sample first + i. */
 function chunkSeed(seed: number, first: number): number {
@@ -108,7 +103,8 @@ export class TokenSampler {
     // More samples than the engine runs at once for one request: consecutive requests, each
     // seeded so that sample i draws exactly as it would in one request of all of them.
     const perRequest = Math.max(1, this.deps.limits.maxChoices(target.base.name) ?? request.numSamples);
-    const seed = request.seed === null ? null : foldSeed(request.seed);
+    // As the OpenAI routes fold it: the same seed draws the same there and here.
+    const seed = request.seed === null ? null : foldSeed(BigInt.asIntN(64, BigInt(Math.trunc(request.seed))));
     const sequences: SampledTokens[] = [];
     let prompt: { ids: number[]; logprobs: PromptLogprobOut[] | null } | null = null;
     let cached = 0;

@@ -9,7 +9,7 @@ import { badRequest } from "../../core/errors.js";
 import type { LiveAdapterDatum } from "../../training/index.js";
 
 /** Every datum of a request together (tokens and inputs): bounds the trainer's work per call. */
-export const MAX_REQUEST_TOKENS = 1 << 20;
+const MAX_REQUEST_TOKENS = 1 << 20;
 
 export function trainerDatums(data: readonly Datum[]): LiveAdapterDatum[] {
   let total = 0;
@@ -53,7 +53,7 @@ function modelInputTokens(datum: Datum, where: string): number[] {
 }
 
 /** A tensor's values in row-major order (sparse CSR densified with 0). */
-export function denseValues(tensor: Tensor, where: string): Float64Array {
+function denseValues(tensor: Tensor, where: string): Float64Array {
   const shape = tensor.shape.map(Number);
   const width = dtypeWidth(tensor.dtype, where);
   if (tensor.encoding.case === "sparseCsr") {

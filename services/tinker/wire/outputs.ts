@@ -3,6 +3,7 @@
 // the SDK decodes it (tinker/proto/response_conv.py).
 import { create, toBinary } from "@bufbuild/protobuf";
 import { ArrayRecordSchema, BatchedTensorSchema, DType, ForwardBackwardOutputSchema } from "../../../gen/tinker/tinker_public_pb.js";
+import { bytesOf } from "./bytes.js";
 
 export function forwardBackwardOutput(outputs: readonly Record<string, Float32Array>[], metrics: Record<string, number>): Uint8Array {
   const names = [...new Set(outputs.flatMap((o) => Object.keys(o)))].sort();
@@ -17,7 +18,7 @@ export function forwardBackwardOutput(outputs: readonly Record<string, Float32Ar
         at += list.length;
         offsets[i + 1] = BigInt(at * 4);
       });
-      return [name, create(BatchedTensorSchema, { data: littleEndian(data), offsets: littleEndian(offsets), dtype: DType.DTYPE_FLOAT32 })];
+      return [name, create(BatchedTensorSchema, { data: bytesOf(data), offsets: bytesOf(offsets), dtype: DType.DTYPE_FLOAT32 })];
     }),
   );
   const record = create(ArrayRecordSchema, { typeTag: "ArrayRecord", fields, numDatums: BigInt(outputs.length) });
@@ -25,6 +26,3 @@ export function forwardBackwardOutput(outputs: readonly Record<string, Float32Ar
 }
 
 /** Typed arrays are in the machine's byte order; the wire is little-endian (as every x86/ARM host is). */
-function littleEndian(array: Float32Array | BigInt64Array): Uint8Array {
-  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-}

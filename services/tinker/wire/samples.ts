@@ -3,6 +3,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { SampleResponseSchema, SampledSequenceSchema, StopReason, TopkLogprobsSchema } from "../../../gen/tinker/tinker_public_pb.js";
 import type { TokenSampleResult } from "../sampling/token-sampler.js";
+import { bytesOf } from "./bytes.js";
 
 export function sampleResponse(result: TokenSampleResult): Uint8Array {
   const sequences = result.sequences.map((sequence) =>
@@ -37,8 +38,4 @@ function topk(ids: readonly (readonly number[])[], logprobs: readonly (readonly 
   ids.forEach((row, r) => row.forEach((id, c) => (idMatrix[r * k + c] = id)));
   logprobs.forEach((row, r) => row.forEach((lp, c) => (lpMatrix[r * k + c] = lp)));
   return create(TopkLogprobsSchema, { tokenIds: bytesOf(idMatrix), logprobs: bytesOf(lpMatrix), k, length: n });
-}
-
-function bytesOf(array: Int32Array | Float32Array): Uint8Array {
-  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 }

@@ -8,7 +8,6 @@ import {
   AdapterCommandSchema,
   AdapterDatumBatchSchema,
   AdapterRole,
-  FileChunkSchema,
   InputEndSchema,
   type AdapterCommandRequest,
   type AdapterCommandResponse,
@@ -16,10 +15,9 @@ import {
 } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import { checkAdapterFileName } from "../../../weights/index.js";
 import type { LiveAdapterCommand, LiveAdapterCommandKind, LiveAdapterDatum, LiveAdapterResult } from "../live-adapter.js";
-import { baseModelMessage } from "./wire.js";
+import { baseModelMessage, fileChunks } from "./wire.js";
 import { TrainerResultError } from "./trainer-result-error.js";
 
-const CHUNK_BYTES = 1 << 20;
 /** Values per datum batch (tokens and every input list counted; each costs up to ~5-10 bytes). */
 const BATCH_VALUES = 128 * 1024;
 /** Most bytes of state or adapter files one command may bring back (a 70B rank-64 LoRA with its moments is ~3 GB). */
@@ -58,11 +56,7 @@ export function* adapterCommandRequests(command: LiveAdapterCommand): Generator<
       numDatums: datums.length,
     }),
   };
-  for (const [filename, data] of Object.entries(command.stateFiles ?? {})) {
-    for (let start = 0; start < Math.max(data.length, 1); start += CHUNK_BYTES) {
-      yield { case: "file", value: create(FileChunkSchema, { role: AdapterRole.STATE, format: "state", filename, data: data.subarray(start, start + CHUNK_BYTES) }) };
-    }
-  }
+  yield* fileChunks(command.stateFiles ?? {}, AdapterRole.STATE, "state");
   let batch: AdapterDatum[] = [];
   let values = 0;
   for (const datum of datums) {

@@ -13,6 +13,7 @@ import {
   TokenRowSchema,
   type JobSpec,
   type BaseModel,
+  type FileChunk,
   type TrainRequest,
 } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import type { BaseModelRef, InputAdapter } from "../api.js";
@@ -64,9 +65,14 @@ export function* convertRequests(baseModel: BaseModel, peftFiles: Record<string,
 }
 
 function* adapterChunks(adapter: InputAdapter, role: AdapterRole): Generator<RequestMessage> {
-  for (const [filename, data] of Object.entries(adapter.files)) {
+  yield* fileChunks(adapter.files, role, adapter.format);
+}
+
+/** Files as `file` messages of 1 MiB pieces, at least one per file (Train's and AdapterCommand's alike). */
+export function* fileChunks(files: Record<string, Uint8Array>, role: AdapterRole, format: string): Generator<{ case: "file"; value: FileChunk }> {
+  for (const [filename, data] of Object.entries(files)) {
     for (let start = 0; start < Math.max(data.length, 1); start += CHUNK_BYTES) {
-      yield { case: "file", value: create(FileChunkSchema, { role, format: adapter.format, filename, data: data.subarray(start, start + CHUNK_BYTES) }) };
+      yield { case: "file", value: create(FileChunkSchema, { role, format, filename, data: data.subarray(start, start + CHUNK_BYTES) }) };
     }
   }
 }

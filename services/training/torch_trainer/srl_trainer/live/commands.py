@@ -53,7 +53,7 @@ class LiveCommands:
         ref = _base_ref(command)
         loaded = self.registry.load_base(ref)
         settings = _settings(command.lora, loaded)
-        entry = self.registry.add(command.adapter_id, command.base_model, ref, loaded, AdapterState(settings, weights={}))
+        entry = self.registry.add(command.adapter_id, ref, loaded, AdapterState(settings, weights={}))
         yield _result(entry, loaded, with_lora=True)
 
     def _load_state(self, got: CommandInput, check: Callable[[], None]) -> Iterator[Any]:
@@ -66,7 +66,7 @@ class LiveCommands:
         ref = _base_ref(command)
         loaded = self.registry.load_base(ref)
         _check_targets(list(restored.settings.targets), loaded)
-        entry = self.registry.add(command.adapter_id, command.base_model, ref, loaded, restored)
+        entry = self.registry.add(command.adapter_id, ref, loaded, restored)
         yield _result(entry, loaded, with_lora=True)
 
     def _close(self, got: CommandInput, check: Callable[[], None]) -> Iterator[Any]:
@@ -90,7 +90,8 @@ class LiveCommands:
             check_inputs(command.loss_fn, i, len(datum.tokens), datum.inputs)
         loaded, wrapper = self.registry.activate(entry)
         check_vocabulary(got.datums, loaded.model.config.vocab_size)
-        _, params = self.registry.parameters(entry, wrapper)
+        # Only a backward pass touches the held gradients: keep them to put back if it fails.
+        params = self.registry.parameters(entry, wrapper)[1] if backward else []
         held = [p.grad.clone() if p.grad is not None else None for p in params]
         try:
             result = compute.run(wrapper, loaded, got.datums, command.loss_fn, config, from_hints(command.resources), backward, check)
@@ -142,7 +143,7 @@ class LiveCommands:
         entry = self.registry.get(got.command.adapter_id)
         loaded, wrapper = self.registry.activate(entry)
         adapter = read_adapter(wrapper, entry.slot)
-        for fmt, files in output_files(adapter, loaded, entry.base_model, formats):
+        for fmt, files in output_files(adapter, loaded, entry.ref, formats):
             for name, data in chunks(files):
                 yield pb.AdapterCommandResponse(file=pb.FileChunk(role=pb.ADAPTER_ROLE_OUTPUT, format=fmt, filename=name, data=data))
         yield _result(entry, loaded)

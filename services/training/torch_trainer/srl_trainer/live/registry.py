@@ -12,7 +12,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -46,8 +45,7 @@ def capacity_from_env() -> int:
 class LiveAdapter:
     adapter_id: str
     slot: str  # the PEFT adapter name
-    base_model: Any  # the BaseModel message it was created on
-    ref: ModelRef
+    ref: ModelRef  # the base model it was created on
     settings: LiveSettings
     steps: int = 0
     optimizer: torch.optim.AdamW | None = None  # while in memory, once it has stepped
@@ -86,10 +84,10 @@ class Registry:
     def load_base(self, ref: ModelRef) -> LoadedModel:
         return self.models.get(ref)
 
-    def add(self, adapter_id: str, base_model: Any, ref: ModelRef, loaded: LoadedModel, restored: AdapterState) -> LiveAdapter:
+    def add(self, adapter_id: str, ref: ModelRef, loaded: LoadedModel, restored: AdapterState) -> LiveAdapter:
         """A new adapter in memory from `restored` (CREATE: the seeded init, weights None), replacing
         a live one of the same id once it is in place."""
-        entry = LiveAdapter(adapter_id, f"live_{next(self._slots)}", base_model, ref, restored.settings)
+        entry = LiveAdapter(adapter_id, f"live_{next(self._slots)}", ref, restored.settings)
         self._make_room(keep=None)
         self._place(entry, loaded, restored)
         previous = self._adapters.get(adapter_id)

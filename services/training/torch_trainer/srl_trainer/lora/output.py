@@ -13,8 +13,9 @@ FORMATS = ("gguf", "peft")
 
 
 def output_files(adapter: Adapter, base: gguf_files.GgufBase, base_model: Any, formats: list[str]) -> Iterator[tuple[str, dict[str, bytes]]]:
-    """(format, files) in `formats` (empty: both). `base_model` is the contract's BaseModel: its
-    name (the GGUF's general.name) and its train_weights or name (PEFT's base_model_name_or_path)."""
+    """(format, files) in `formats` (empty: both). `base_model` is the contract's BaseModel or its
+    ModelRef: its name (the GGUF's general.name) and its train_weights or name (PEFT's
+    base_model_name_or_path)."""
     wanted = formats or list(FORMATS)
     if "gguf" in wanted:
         yield "gguf", {gguf_files.FILENAME: gguf_files.write(adapter, base, name=f"{base_model.name}-lora")}
