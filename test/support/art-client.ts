@@ -15,6 +15,8 @@ interface EventJson {
 export interface TrainOutcome {
   jobId: string;
   numSequences: number;
+  /** The training_started event's data (null when the job ended without starting). */
+  started: EventJson["data"] | null;
   gradientSteps: Record<string, number>[];
   terminal: EventJson;
   step: number | null;
@@ -24,6 +26,7 @@ export async function followJob(key: string, jobId: string, modelId: string, bas
   const deadline = Date.now() + timeoutMs;
   let after: string | null = null;
   let numSequences = -1;
+  let started: EventJson["data"] | null = null;
   const gradientSteps: Record<string, number>[] = [];
   for (;;) {
     if (Date.now() > deadline) throw new Error(`job ${jobId} did not end within ${timeoutMs} ms`);
@@ -37,6 +40,7 @@ export async function followJob(key: string, jobId: string, modelId: string, bas
       for (const event of page.data) {
         if (event.type === "training_started") {
           numSequences = event.data.num_sequences as number;
+          started = event.data;
           continue; // the client does not advance `after` here
         }
         if (event.type === "gradient_step") {
@@ -47,7 +51,7 @@ export async function followJob(key: string, jobId: string, modelId: string, bas
         } else if (event.type === "training_ended" || event.type === "training_failed") {
           const checkpoints = await withRetries(() => rest("GET", `/v1/preview/models/${modelId}/checkpoints?limit=1&order=desc`, { key, base }));
           const step = (checkpoints.body as { data: { step: number }[] }).data[0]?.step ?? null;
-          return { jobId, numSequences, gradientSteps, terminal: event, step };
+          return { jobId, numSequences, started, gradientSteps, terminal: event, step };
         } else after = event.id;
         cursor = event.id;
       }

@@ -143,6 +143,12 @@ describe("SFT", () => {
     expect(outcome.terminal.type, JSON.stringify(outcome.terminal.data)).toBe("training_ended");
     expect(outcome.step).toBe(1);
     expect(outcome.gradientSteps.length).toBe(outcome.numSequences);
+    // The first event says where the job ran and the memory settings the trainer chose there.
+    const trainer = outcome.started?.trainer as { device: string; micro_batch_tokens: number; gradient_checkpointing: string; activation_bytes_per_token: number; resources: string };
+    expect(trainer.device).toBe("cpu");
+    expect(trainer.micro_batch_tokens).toBeGreaterThanOrEqual(128);
+    expect(trainer.activation_bytes_per_token).toBeGreaterThan(0);
+    expect(trainer.resources).toMatch(/tokens per micro-batch, checkpointing (auto|on|off)/);
     for (const [question, answer] of pairs) expect(await greedy(`wandb-artifact:///${entity}/e2e/sft`, question as string)).toMatch(new RegExp(`^${answer}`));
     // Step 0 is still the base model.
     expect(await greedy(`wandb-artifact:///${entity}/e2e/sft:step0`, pairs[0]?.[0] as string)).toBe(before[0]);

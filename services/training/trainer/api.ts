@@ -27,9 +27,24 @@ export interface TrainingJobInput {
   seed?: number;
 }
 
+/** What the trainer said when the job started: its device and the settings it chose there. */
+export interface TrainerStartInfo {
+  device: string;
+  threads: number;
+  loadSeconds: number;
+  microBatchTokens: number;
+  /** "on", "off" or "auto" (only a pack past the memory budget is checkpointed). */
+  gradientCheckpointing: string;
+  activationBudgetBytes: number;
+  activationBytesPerToken: number;
+  /** The choice in words, with the figures it came from. */
+  resources: string;
+}
+
 export interface TrainingProgress {
-  /** Once, before the first optimizer step: how many optimizer steps the job will take. */
-  started(numSequences: number): void;
+  /** Once, before the first optimizer step: how many optimizer steps the job will take, and (from
+   * the trainer) its device and the memory settings it chose there. */
+  started(numSequences: number, trainer?: TrainerStartInfo): void;
   /** After every optimizer step: flat numeric metrics (spec names: loss, grad_norm, learning_rate, ...). */
   step(metrics: Record<string, number>): void;
 }

@@ -11,7 +11,7 @@ import { resolveTrainingData } from "../artifact-url.js";
 import type { TrainingJobRecord, TrainingJobs } from "../../jobs/index.js";
 import { resolveKlReference } from "../kl-reference.js";
 import { parseTrainJsonl, readSftRows } from "../sft-data.js";
-import { baseModelRefOf, TrainingInputError, type InputAdapter, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
+import { baseModelRefOf, TrainingInputError, type InputAdapter, type TrainerStartInfo, type TrainingJobInput, type TrainingJobResult, type TrainingProgress } from "../trainer/api.js";
 import { TrainerLostError } from "../trainer/engine/trainer-client.js";
 import { AdapterCheckError, adapterBaseOf, checkAdapterFiles } from "../../weights/index.js";
 import { gradientStepRow, metricLoggingOf } from "./metric-logging.js";
@@ -154,8 +154,10 @@ async function train(
     appended = appended.then(write).catch((error: unknown) => deps.log.warn("could not append a progress event", { job_id: job._id, error }));
   };
   const progress: TrainingProgress = {
-    started: (numSequences) => {
-      if (!alreadyStarted) appendInOrder(() => events.append(job._id, "training_started", { num_sequences: numSequences }));
+    started: (numSequences, trainer) => {
+      // The trainer's device and the memory settings it chose there, for whoever reads the job's events.
+      const data: JsonObject = { num_sequences: numSequences, ...(trainer ? { trainer: trainerData(trainer) } : {}) };
+      if (!alreadyStarted) appendInOrder(() => events.append(job._id, "training_started", data));
     },
     step: (metrics) => {
       gradientSteps.push(numericOnly(metrics));
@@ -213,6 +215,19 @@ async function sftRows(deps: WorkerDeps, job: TrainingJobRecord): Promise<JsonOb
   });
   if (!response.ok) throw new TrainingInputError(`could not download ${url}: HTTP ${response.status}`);
   return parseTrainJsonl(await response.text());
+}
+
+function trainerData(info: TrainerStartInfo): JsonObject {
+  return {
+    device: info.device,
+    threads: info.threads,
+    load_seconds: info.loadSeconds,
+    micro_batch_tokens: info.microBatchTokens,
+    gradient_checkpointing: info.gradientCheckpointing,
+    activation_budget_bytes: info.activationBudgetBytes,
+    activation_bytes_per_token: info.activationBytesPerToken,
+    resources: info.resources,
+  };
 }
 
 function prefixTrain(metrics: Record<string, number>): Record<string, number> {

@@ -124,10 +124,10 @@ class Trainer:
         num_tokens = sum(len(job_rows[r].tokens) for r in rows)
         if trainable > 0:
             lengths = {r: len(job_rows[r].tokens) for r in rows}
-            for bins in plan_packs(lengths, self.resources.micro_batch_tokens):
+            for members in plan_packs(lengths, self.resources.micro_batch_tokens):
                 self._check()
-                pack = pack_rows(bins, job_rows, self.device)
-                with layer_checkpointing(model, self.resources.checkpoint(pack.num_tokens, self.loaded)):
+                pack = pack_rows(members, job_rows, self.device)
+                with layer_checkpointing(model, self.resources.checkpoint(pack.num_tokens)):
                     lp, entropy = scored_logprobs(model, pack, self.resources.logits_chunk_tokens, self.autocast)
                     if rl is None:
                         loss = sft_loss(lp, torch.ones_like(lp), trainable)

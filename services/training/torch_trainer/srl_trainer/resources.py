@@ -1,33 +1,37 @@
-"""Memory and speed settings of the trainer, per job from the spec's hints with process defaults
-from the environment."""
+"""Memory and speed settings of a job: the micro-batch (tokens per forward/backward pass) and
+layer checkpointing, derived from the device the trainer computes on unless the job's hints or
+the process's environment fix them.
+
+The derivation: a micro-batch of about TARGET tokens keeps the device busy (on a GPU, smaller ones
+run small kernels: 2,048 tokens ran a 1B model at 0.44x a plain loop's speed on an H200, 16,384 at
+1.21x; a CPU is busy from a few hundred tokens on). It gets the largest micro-batch up to that
+target whose activations (activation_cost.py, measured on the model) fit in the budget: a share of
+the device's free memory less what the log-prob head and the optimizer need beside them. Layer
+checkpointing, which costs about a quarter of the speed, is chosen only when not even a micro-batch
+of FLOOR tokens would fit without it."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
-from .base_models import LoadedModel
+import torch
 
-# Packed tokens per forward/backward pass. Bigger packs use the cores better; activations grow
-# with them (bounded by checkpointing, below).
-DEFAULT_MICRO_BATCH_TOKENS = int(os.environ.get("TRAINER_MICRO_BATCH_TOKENS", "2048"))
+from .activation_cost import ActivationCost, activation_cost
+from .base_models import LoadedModel
+from .device_memory import DeviceMemory, device_memory
+
 # Positions whose logits are computed at once: 256 x a 150k vocabulary is 150 MB in f32.
 DEFAULT_LOGITS_CHUNK_TOKENS = int(os.environ.get("TRAINER_LOGITS_CHUNK_TOKENS", "256"))
-# auto | on | off: recomputing each decoder layer in the backward pass instead of keeping its
-# activations saves most of the training memory and costs ~25% of the speed (bench:train).
-DEFAULT_GRADIENT_CHECKPOINTING = os.environ.get("TRAINER_GRADIENT_CHECKPOINTING", "auto")
-
-
-def _default_activation_budget_mb() -> int:
-    """A quarter of the machine's memory: "auto" checkpoints only when activations would pass it."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        total = 8 << 30
-    return int(total / 4 / 2**20)
-
-
-ACTIVATION_BUDGET_MB = int(os.environ.get("TRAINER_ACTIVATION_BUDGET_MB", "0")) or _default_activation_budget_mb()
+# Fixed settings for every job of this process (0 / "auto": derived from the device).
+FIXED_MICRO_BATCH_TOKENS = int(os.environ.get("TRAINER_MICRO_BATCH_TOKENS", "0") or 0)
+FIXED_GRADIENT_CHECKPOINTING = os.environ.get("TRAINER_GRADIENT_CHECKPOINTING", "auto")
+FIXED_ACTIVATION_BUDGET_BYTES = int(os.environ.get("TRAINER_ACTIVATION_BUDGET_MB", "0") or 0) << 20
+# The share of the free memory a job's activations may take: all but a margin on a GPU the trainer
+# owns; half of the host's, which it shares with the engines and the database.
+MEMORY_SHARE = {"cuda": 0.85, "cpu": 0.5}
+TARGET_TOKENS = {"cuda": 16384, "cpu": 2048}
+FLOOR_TOKENS = {"cuda": 4096, "cpu": 512}
 
 
 @dataclass(frozen=True)
@@ -35,30 +39,75 @@ class Resources:
     micro_batch_tokens: int
     logits_chunk_tokens: int
     gradient_checkpointing: str  # auto | on | off
+    # "auto": a pack is checkpointed when its activations would pass this many bytes.
+    activation_budget_bytes: float = float("inf")
+    bytes_per_token: float = 0.0
+    # How the settings were chosen, for the start-up log and the job's first event.
+    reason: str = ""
 
-    def checkpoint(self, pack_tokens: int, loaded: LoadedModel) -> bool:
+    def checkpoint(self, pack_tokens: int) -> bool:
         if self.gradient_checkpointing == "on":
             return True
         if self.gradient_checkpointing == "off":
             return False
-        return activation_mb(pack_tokens, loaded) > ACTIVATION_BUDGET_MB
+        return pack_tokens * self.bytes_per_token > self.activation_budget_bytes
 
 
-def activation_mb(tokens: int, loaded: LoadedModel) -> float:
-    """What autograd keeps for one pack, as measured on SmolLM2-135M (d 576, MLP 1536, 30 layers:
-    2.6 GB for 1024 tokens): per layer and token about 16 hidden-sized and 8 MLP-sized float32
-    vectors (norms, projections, LoRA branches, the gated MLP, the allocator's slack)."""
-    config = loaded.model.config
-    hidden = getattr(config, "hidden_size", 0)
-    intermediate = getattr(config, "intermediate_size", 4 * hidden)
-    layers = getattr(config, "num_hidden_layers", 1)
-    return tokens * layers * (16 * hidden + 8 * intermediate) * 4 / 2**20
-
-
-def from_hints(hints: object) -> Resources:
-    micro = getattr(hints, "micro_batch_tokens", 0) or DEFAULT_MICRO_BATCH_TOKENS
+def hinted(hints: object) -> tuple[int, int, str]:
+    """(micro-batch tokens or 0, logits chunk, checkpointing mode) from the job's hints and the
+    environment; 0 / "auto" leave the choice to the device."""
+    micro = getattr(hints, "micro_batch_tokens", 0) or FIXED_MICRO_BATCH_TOKENS
     chunk = getattr(hints, "logits_chunk_tokens", 0) or DEFAULT_LOGITS_CHUNK_TOKENS
-    mode = getattr(hints, "gradient_checkpointing", "") or DEFAULT_GRADIENT_CHECKPOINTING
-    if mode not in ("auto", "on", "off"):
-        mode = "auto"
-    return Resources(micro_batch_tokens=max(1, micro), logits_chunk_tokens=max(1, chunk), gradient_checkpointing=mode)
+    mode = getattr(hints, "gradient_checkpointing", "") or FIXED_GRADIENT_CHECKPOINTING
+    return max(0, micro), max(1, chunk), mode if mode in ("auto", "on", "off") else "auto"
+
+
+def plan(hints: object, loaded: LoadedModel, model: torch.nn.Module, autocast: bool) -> Resources:
+    """The job's settings on this device for `model` as it will train (its adapter attached)."""
+    micro, chunk, mode = hinted(hints)
+    device = next(model.parameters()).device
+    memory = device_memory(device)
+    cost = activation_cost(model, loaded.key, autocast)
+    return choose(micro, chunk, mode, memory, cost, _beside_activations(model, chunk, loaded), device.type)
+
+
+def without_gradients(hints: object, device: torch.device) -> Resources:
+    """Scoring: no activations are kept, so a micro-batch is the device's target size."""
+    micro, chunk, _ = hinted(hints)
+    micro = micro or TARGET_TOKENS["cuda" if device.type == "cuda" else "cpu"]
+    return Resources(micro_batch_tokens=micro, logits_chunk_tokens=chunk, gradient_checkpointing="off", reason=f"{micro} tokens per micro-batch without gradients")
+
+
+def choose(micro: int, chunk: int, mode: str, memory: DeviceMemory, cost: ActivationCost, beside: float, device_type: str) -> Resources:
+    kind = "cuda" if device_type == "cuda" else "cpu"
+    budget = FIXED_ACTIVATION_BUDGET_BYTES or max(memory.free_bytes * MEMORY_SHARE[kind] - beside, 0.0)
+    fit = int(budget // cost.bytes_per_token) if cost.bytes_per_token > 0 else TARGET_TOKENS[kind]
+    fit_checkpointed = int(budget // cost.checkpointed_bytes_per_token) if cost.checkpointed_bytes_per_token > 0 else fit
+    derived = micro == 0
+    if derived:
+        checkpointed = mode == "on" or (mode == "auto" and fit < FLOOR_TOKENS[kind])
+        micro = max(_round(min(TARGET_TOKENS[kind], fit_checkpointed if checkpointed else fit)), 128)
+        if checkpointed:
+            mode = "on"
+    source = "derived from the device" if derived else "micro-batch fixed by the job or TRAINER_MICRO_BATCH_TOKENS"
+    checkpointing = "auto (only a pack past the budget)" if mode == "auto" else mode
+    reason = (
+        f"{micro} tokens per micro-batch, checkpointing {checkpointing} ({source}): {memory.device} has "
+        f"{memory.free_bytes / 2**30:.1f} of {memory.total_bytes / 2**30:.1f} GiB free, activations may take "
+        f"{budget / 2**30:.1f} GiB at {cost.bytes_per_token / 2**20:.3f} MiB per token "
+        f"({cost.checkpointed_bytes_per_token / 2**20:.3f} checkpointed)"
+    )
+    return Resources(micro_batch_tokens=micro, logits_chunk_tokens=chunk, gradient_checkpointing=mode, activation_budget_bytes=budget, bytes_per_token=cost.bytes_per_token, reason=reason)
+
+
+def _beside_activations(model: torch.nn.Module, chunk: int, loaded: LoadedModel) -> float:
+    """Memory a step needs beside the activations: a logits chunk's f32 temporaries (logits,
+    probabilities, their gradient) and the adapter's gradients and AdamW moments."""
+    vocab = int(getattr(loaded.model.config, "vocab_size", 0) or 0)
+    trainable = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    return 3 * chunk * vocab * 4 + 3 * trainable
+
+
+def _round(tokens: int) -> int:
+    """Down to a multiple of 128 (kernels favour such shapes; the plan is not that precise)."""
+    return tokens - tokens % 128 if tokens >= 128 else tokens

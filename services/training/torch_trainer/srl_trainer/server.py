@@ -33,7 +33,7 @@ from .job_input import ROLE_INITIAL, ROLE_OUTPUT, ROLE_PREVIOUS, ROLE_REFERENCE,
 from .live.command_input import read_command
 from .live.commands import LiveCommands
 from .live.registry import Registry, capacity_from_env, default_spill_root
-from .resources import from_hints
+from .resources import plan, without_gradients
 from .versions import versions
 
 pb, pb_grpc = proto.load()
@@ -50,9 +50,11 @@ INPUT_FILENAMES = {"gguf": ("adapter.gguf",), "peft": ("adapter_config.json", "a
 
 
 def read_input(requests: Iterator[Any], roles: tuple[int, ...] = (ROLE_PREVIOUS, ROLE_REFERENCE)) -> JobInput:
-    """spec, file chunks (of adapters in `roles`), row batches, end: in that order."""
+    """spec, file chunks (of adapters in `roles`), row batches, end: in that order. A file's chunks
+    are joined once, at the end (adding each to the bytes so far would copy the file per chunk)."""
     job: JobInput | None = None
     ended = False
+    parts: dict[tuple[int, str], list[bytes]] = {}
     for request in requests:
         kind = request.WhichOneof("message")
         if ended:
@@ -73,7 +75,7 @@ def read_input(requests: Iterator[Any], roles: tuple[int, ...] = (ROLE_PREVIOUS,
             adapter = job.adapters.setdefault(chunk.role, AdapterInput(format=chunk.format))
             if adapter.format != chunk.format:
                 raise InputError("an input adapter's files must share one format")
-            adapter.files[chunk.filename] = adapter.files.get(chunk.filename, b"") + chunk.data
+            parts.setdefault((chunk.role, chunk.filename), []).append(chunk.data)
         elif kind == "rows":
             for row in request.rows.rows:
                 job.rows.append(row_from_message(row, len(job.rows)))
@@ -83,6 +85,8 @@ def read_input(requests: Iterator[Any], roles: tuple[int, ...] = (ROLE_PREVIOUS,
             raise InputError(f"unexpected message {kind!r}")
     if job is None or not ended:
         raise CancelledError("the input stream ended before `end`")
+    for (role, filename), pieces in parts.items():
+        job.adapters[role].files[filename] = b"".join(pieces)
     if len(job.rows) != job.spec.num_rows:
         raise InputError(f"the spec announced {job.spec.num_rows} rows, {len(job.rows)} arrived")
     return job
@@ -111,7 +115,8 @@ class TrainerService(pb_grpc.TrainerServicer):
 
     def Describe(self, request: Any, context: grpc.ServicerContext) -> Any:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-        return pb.DescribeResponse(versions=versions(), device=str(self.device), threads=self.threads, architectures=sorted(SUPPORTED), busy=self.busy.locked(), peak_rss_bytes=peak)
+        device_peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else 0
+        return pb.DescribeResponse(versions=versions(), device=str(self.device), threads=self.threads, architectures=sorted(SUPPORTED), busy=self.busy.locked(), peak_rss_bytes=peak, peak_device_bytes=device_peak)
 
     def InspectBaseModel(self, request: Any, context: grpc.ServicerContext) -> Any:
         ref = model_ref(request.base_model)
@@ -145,11 +150,24 @@ class TrainerService(pb_grpc.TrainerServicer):
     def _train(self, job: JobInput, cancelled: threading.Event) -> Iterator[Any]:
         spec = job.spec
         loaded = self.models.get(model_ref(spec.base_model))
-        yield pb.TrainResponse(started=pb.Started(num_steps=len(spec.steps), device=str(self.device), threads=self.threads, load_seconds=loaded.load_seconds))
-        log.info("job %s: %d steps, %d rows on %s", spec.job_id, len(spec.steps), len(job.rows), spec.base_model.name)
-        trainer = Trainer(loaded, job, from_hints(spec.resources), cancelled)
         model = attach_for_job(loaded, job)
         try:
+            resources = plan(spec.resources, loaded, model, autocast=self.device.type == "cuda")
+            trainer = Trainer(loaded, job, resources, cancelled)
+            yield pb.TrainResponse(
+                started=pb.Started(
+                    num_steps=len(spec.steps),
+                    device=str(self.device),
+                    threads=self.threads,
+                    load_seconds=loaded.load_seconds,
+                    micro_batch_tokens=resources.micro_batch_tokens,
+                    gradient_checkpointing=resources.gradient_checkpointing,
+                    activation_budget_bytes=int(min(resources.activation_budget_bytes, 2**63 - 1)),
+                    activation_bytes_per_token=resources.bytes_per_token,
+                    resources=resources.reason,
+                )
+            )
+            log.info("job %s: %d steps, %d rows on %s; %s", spec.job_id, len(spec.steps), len(job.rows), spec.base_model.name, resources.reason)
             steps = trainer.run(model)
             while True:
                 try:
@@ -197,7 +215,7 @@ class TrainerService(pb_grpc.TrainerServicer):
         loaded = self.models.get(model_ref(job.spec.base_model))
         for row in job.rows:
             row.scored[:] = True
-        scorer = Trainer(loaded, job, from_hints(job.spec.resources), cancelled)  # validates the rows
+        scorer = Trainer(loaded, job, without_gradients(job.spec.resources, self.device), cancelled)  # validates the rows
         model = attach_for_job(loaded, job) if ROLE_PREVIOUS in job.adapters else None
         try:
             if model is not None:

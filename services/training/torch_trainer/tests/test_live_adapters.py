@@ -190,6 +190,9 @@ def test_a_train_job_between_commands_leaves_the_live_adapter_alone(bases: Bases
     def run_job(served: Served) -> bytes:
         responses = list(served.stub.Train(iter(job), timeout=60))
         assert responses[-1].finished.trained
+        started = responses[0].started  # the settings the trainer chose for this device, in the first message
+        assert started.micro_batch_tokens >= 128 and started.gradient_checkpointing in ("auto", "on", "off")
+        assert started.activation_bytes_per_token > 0 and "tokens per micro-batch" in started.resources
         return b"".join(r.file.data for r in responses if r.WhichOneof("message") == "file" and r.file.filename == peft_files.WEIGHTS)
 
     plain, busy = serve(bases, 8, tmp_path / "plain"), serve(bases, 8, tmp_path / "busy")
@@ -367,7 +370,7 @@ def test_logprobs_outside_autograd_change_no_gradient(bases: Bases) -> None:
         p.requires_grad_(True)
     tokens = {0: np.array([1, 5, 9, 13, 17, 21], dtype=np.int64), 1: np.array([2, 4, 6], dtype=np.int64)}
     targets = {0: np.array([5, 9, 13, 17, 21, 3]), 1: np.array([4, 6, 8])}
-    pack = build_pack([[0], [1]], tokens, {r: np.ones(len(t), bool) for r, t in tokens.items()}, DEVICE, targets=targets)
+    pack = build_pack([0, 1], tokens, {r: np.ones(len(t), bool) for r, t in tokens.items()}, DEVICE, targets=targets)
     on = torch.tensor([False, False, True, True, False, True, False, True, True], device=DEVICE)
     grads = []
     for mask in (None, on):

@@ -14,14 +14,16 @@ import {
   type DescribeResponse,
   type FileChunk,
   type InspectBaseModelResponse,
+  type Started,
   type TrainRequest,
 } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
 import { checkAdapterFileName } from "../../../weights/index.js";
-import { type AdapterFileSet, TrainingInputError } from "../api.js";
+import { type AdapterFileSet, type TrainerStartInfo, TrainingInputError } from "../api.js";
 import { type LiveAdapterCommand, LiveAdapterExistsError, LiveAdapterLostError, type LiveAdapterResult } from "../live-adapter.js";
 import { AdapterAnswer, adapterCommandRequests } from "./adapter-wire.js";
 import type { TrainerJob, TrainerOutcome, TrainerProgress } from "./trainer-job.js";
 import { describeDuration } from "./trainer-settings.js";
+import { wideWindowSessions } from "./wide-window-sessions.js";
 import { convertRequests, jobRequests, scoreRequests } from "./wire.js";
 
 /**
@@ -76,7 +78,7 @@ export class TrainerClient {
         readMaxBytes: MAX_MESSAGE_BYTES,
         writeMaxBytes: MAX_MESSAGE_BYTES,
         interceptors: auth.secret ? [withSecret] : [],
-        ...(url.startsWith("https:") && auth.ca !== undefined ? { nodeOptions: { ca: auth.ca } } : {}),
+        sessionManager: wideWindowSessions(url, url.startsWith("https:") && auth.ca !== undefined ? { ca: auth.ca } : {}),
       }),
     );
   }
@@ -103,7 +105,7 @@ export class TrainerClient {
         const message = response.message;
         switch (message.case) {
           case "started":
-            progress.started(message.value.numSteps, { device: message.value.device, threads: message.value.threads, loadSeconds: message.value.loadSeconds });
+            progress.started(message.value.numSteps, startInfo(message.value));
             break;
           case "step":
             progress.step(message.value.step, message.value.metrics);
@@ -207,6 +209,19 @@ class FileCollector {
 
 async function* requestStream(messages: Iterable<TrainRequest["message"]>): AsyncIterable<TrainRequest> {
   for (const message of messages) yield create(TrainRequestSchema, { message });
+}
+
+function startInfo(started: Started): TrainerStartInfo {
+  return {
+    device: started.device,
+    threads: started.threads,
+    loadSeconds: started.loadSeconds,
+    microBatchTokens: started.microBatchTokens,
+    gradientCheckpointing: started.gradientCheckpointing,
+    activationBudgetBytes: Number(started.activationBudgetBytes),
+    activationBytesPerToken: started.activationBytesPerToken,
+    resources: started.resources,
+  };
 }
 
 function mapError(error: unknown, url: string, deadline: Deadline): Error {

@@ -1,7 +1,7 @@
 // A training job as a trainer runs it: prepared rows and optimizer steps (./prepare), the loss,
 // the LoRA, the input adapters; and what comes back.
 import type { RlLoss } from "../../../../gen/srl/trainer/v1/trainer_pb.js";
-import type { AdapterFileSet, BaseModelRef, InputAdapter } from "../api.js";
+import type { AdapterFileSet, BaseModelRef, InputAdapter, TrainerStartInfo } from "../api.js";
 import type { LoraSettings } from "../lora-config.js";
 
 export interface PreparedRow {
@@ -38,7 +38,7 @@ export interface TrainerJob {
 }
 
 export interface TrainerProgress {
-  started(numSteps: number, info: { device: string; threads: number; loadSeconds: number }): void;
+  started(numSteps: number, info: TrainerStartInfo): void;
   step(step: number, metrics: Record<string, number>): void;
 }
 

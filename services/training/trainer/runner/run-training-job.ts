@@ -53,7 +53,7 @@ export async function runTrainingJob(pool: TrainerPool, input: TrainingJobInput,
       ...(prepared.logitsChunkTokens !== undefined ? { logitsChunkTokens: prepared.logitsChunkTokens } : {}),
     },
     {
-      started: (numSteps) => progress.started(numSteps),
+      started: (numSteps, trainer) => progress.started(numSteps, trainer),
       step: (step, metrics) => {
         const reported = stepMetrics(prepared, step, metrics);
         steps.push(reported);

@@ -39,6 +39,7 @@ class CommandInput:
 def read_command(requests: Iterator[Any]) -> CommandInput:
     got: CommandInput | None = None
     ended = False
+    parts: dict[str, list[bytes]] = {}  # a file's chunks, joined once at the end (linear in its size)
     for request in requests:
         part = request.WhichOneof("message")
         if ended:
@@ -52,7 +53,8 @@ def read_command(requests: Iterator[Any]) -> CommandInput:
         if got is None:
             raise InputError("the first message must be `command`")
         if part == "file":
-            _add_file(got, request.file)
+            _check_file(got, request.file)
+            parts.setdefault(request.file.filename, []).append(request.file.data)
         elif part == "datums":
             if got.command.kind not in FORWARD_KINDS:
                 raise InputError(f"{got.kind_name} reads no datums")
@@ -64,6 +66,7 @@ def read_command(requests: Iterator[Any]) -> CommandInput:
             raise InputError(f"unexpected message {part!r}")
     if got is None or not ended:
         raise CancelledError("the input stream ended before `end`")
+    got.files = {name: b"".join(pieces) for name, pieces in parts.items()}
     if got.command.kind in FORWARD_KINDS and len(got.datums) != got.command.num_datums:
         raise InputError(f"the command announced {got.command.num_datums} datums, {len(got.datums)} arrived")
     return got
@@ -79,14 +82,13 @@ def _check_command(got: CommandInput) -> None:
         raise InputError("command.adapter_id is longer than 512 characters")
 
 
-def _add_file(got: CommandInput, chunk: Any) -> None:
+def _check_file(got: CommandInput, chunk: Any) -> None:
     if got.command.kind != KIND.Value("ADAPTER_COMMAND_KIND_LOAD_STATE"):
         raise InputError(f"{got.kind_name} reads no files")
     if chunk.role != ROLE_STATE or chunk.format != state.FORMAT:
         raise InputError(f"LOAD_STATE's files are role STATE, format {state.FORMAT!r}")
     if chunk.filename not in state.FILENAMES:
         raise InputError(f"a state's files are {', '.join(state.FILENAMES)}; got {chunk.filename[:80]!r}")
-    got.files[chunk.filename] = got.files.get(chunk.filename, b"") + chunk.data
 
 
 def datum_from_message(message: Any, index: int) -> Datum:

@@ -18,7 +18,7 @@ from ..lora.attach import read_adapter
 from ..lora.config import DEFAULT_ALPHA, DEFAULT_RANK, DEFAULT_SEED
 from ..lora.output import FORMATS, chunks, output_files
 from ..lora.peft_files import MAX_ALPHA, MAX_RANK
-from ..resources import from_hints
+from ..resources import plan, without_gradients
 from ..tinker_losses import check_inputs, resolve_config
 from . import compute, optim, state
 from .command_input import CommandInput, check_vocabulary
@@ -94,7 +94,9 @@ class LiveCommands:
         params = self.registry.parameters(entry, wrapper)[1] if backward else []
         held = [p.grad.clone() if p.grad is not None else None for p in params]
         try:
-            result = compute.run(wrapper, loaded, got.datums, command.loss_fn, config, from_hints(command.resources), backward, check)
+            device = loaded.model.device
+            resources = plan(command.resources, loaded, wrapper, autocast=device.type == "cuda") if backward else without_gradients(command.resources, device)
+            result = compute.run(wrapper, got.datums, command.loss_fn, config, resources, backward, check)
         except BaseException:
             for p, grad in zip(params, held):  # the adapter as it was
                 p.grad = grad

@@ -11,7 +11,6 @@ from typing import Callable, Mapping
 import numpy as np
 import torch
 
-from ..base_models import LoadedModel
 from ..forward import layer_checkpointing, pack_device, scored_logprobs
 from ..packing import build_pack, plan_packs
 from ..resources import Resources
@@ -26,7 +25,7 @@ class ForwardResult:
     loss_sum: float
 
 
-def run(model: torch.nn.Module, loaded: LoadedModel, datums: list[Datum], loss_fn: str, config: Mapping[str, float], resources: Resources, backward: bool, check: Callable[[], None]) -> ForwardResult:
+def run(model: torch.nn.Module, datums: list[Datum], loss_fn: str, config: Mapping[str, float], resources: Resources, backward: bool, check: Callable[[], None]) -> ForwardResult:
     device = pack_device(model)
     autocast = device.type == "cuda"
     logprobs: list[np.ndarray] = [np.zeros(0, np.float32)] * len(datums)
@@ -35,11 +34,11 @@ def run(model: torch.nn.Module, loaded: LoadedModel, datums: list[Datum], loss_f
     tokens = {i: d.tokens for i, d in enumerate(datums)}
     targets = {i: d.targets for i, d in enumerate(datums)}
     every = {i: np.ones(len(d.tokens), dtype=bool) for i, d in enumerate(datums)}
-    for bins in plan_packs({i: len(d.tokens) for i, d in enumerate(datums)}, resources.micro_batch_tokens):
+    for members in plan_packs({i: len(d.tokens) for i, d in enumerate(datums)}, resources.micro_batch_tokens):
         check()
-        pack = build_pack(bins, tokens, every, device, targets=targets)
+        pack = build_pack(members, tokens, every, device, targets=targets)
         inputs = _pack_inputs([datums[r] for r in pack.rows], config, device)
-        with torch.set_grad_enabled(backward), layer_checkpointing(model, backward and resources.checkpoint(pack.num_tokens, loaded)):
+        with torch.set_grad_enabled(backward), layer_checkpointing(model, backward and resources.checkpoint(pack.num_tokens)):
             grad_positions = needs_grad(loss_fn, config, inputs, len(pack.targets)) if backward else None
             lp, _ = scored_logprobs(model, pack, resources.logits_chunk_tokens, autocast, grad_positions)
             per = tinker_loss(loss_fn, config, lp, inputs, pack.row_of, len(pack.rows))
