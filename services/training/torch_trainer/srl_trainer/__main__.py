@@ -83,6 +83,9 @@ def main() -> None:
     print(f"LISTENING {port}", flush=True)
     log = logging.getLogger("srl_trainer")
     log.info("serving on port %d (%s, %d threads, %s, %s)", port, device, threads, "TLS" if tls else "plaintext", "secret required" if secret else "no secret: loopback only")
+    from .resources import device_summary
+
+    log.info("memory: %s", device_summary(device))
     if tls is None and not is_loopback(args.listen):
         log.warning("serving plaintext on %s: the secret and the jobs cross the network unencrypted; use --tls-cert/--tls-key", args.listen)
 

@@ -71,6 +71,18 @@ def plan(hints: object, loaded: LoadedModel, model: torch.nn.Module, autocast: b
     return choose(micro, chunk, mode, memory, cost, _beside_activations(model, chunk, loaded), device.type)
 
 
+def device_summary(device: torch.device) -> str:
+    """For the start-up log: the device's memory and how jobs will size their micro-batches."""
+    kind = "cuda" if device.type == "cuda" else "cpu"
+    memory = device_memory(device)
+    fixed = [f"{name}={value}" for name, value in (("TRAINER_MICRO_BATCH_TOKENS", FIXED_MICRO_BATCH_TOKENS), ("TRAINER_GRADIENT_CHECKPOINTING", FIXED_GRADIENT_CHECKPOINTING if FIXED_GRADIENT_CHECKPOINTING != "auto" else 0), ("TRAINER_ACTIVATION_BUDGET_MB", FIXED_ACTIVATION_BUDGET_BYTES >> 20)) if value]
+    return (
+        f"{memory.device}: {memory.free_bytes / 2**30:.1f} of {memory.total_bytes / 2**30:.1f} GiB free; each job takes micro-batches of up to "
+        f"{TARGET_TOKENS[kind]} tokens within {MEMORY_SHARE[kind]:.0%} of the free memory, from its model's measured activation cost"
+        + (f" (fixed here: {', '.join(fixed)})" if fixed else "")
+    )
+
+
 def without_gradients(hints: object, device: torch.device) -> Resources:
     """Scoring: no activations are kept, so a micro-batch is the device's target size."""
     micro, chunk, _ = hinted(hints)
