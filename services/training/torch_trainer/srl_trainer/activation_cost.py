@@ -6,6 +6,7 @@ unused. The figure is per (base model, adapter shape, device) and kept."""
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,8 @@ from .forward import causal_lm_of, pack_device, scored_logprobs
 from .packing import build_pack
 
 PROBE_TOKENS = 128
+# PEFT's parameter names carry the adapter's name: "...q_proj.lora_A.<name>.weight".
+_ADAPTER_NAME = re.compile(r"\.(lora_[AB]|lora_embedding_[AB])\.[^.]+\.")
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,8 @@ _lock = threading.Lock()
 
 
 def activation_cost(model: torch.nn.Module, model_key: tuple[Any, ...], autocast: bool) -> ActivationCost:
-    trainable = tuple(sorted((n, tuple(p.shape)) for n, p in model.named_parameters() if p.requires_grad))
+    # The adapter's shape, not its name: every live adapter of one shape shares the measurement.
+    trainable = tuple(sorted((_ADAPTER_NAME.sub(r".\1.", n), tuple(p.shape)) for n, p in model.named_parameters() if p.requires_grad))
     key = (model_key, trainable, autocast)
     with _lock:
         if key not in _cache:

@@ -33,8 +33,8 @@ CONFIGS: dict[str, Config] = {
         Config("plain", "plain PyTorch + PEFT", "plain"),
         Config("defaults", "trainer, defaults", "trainer"),
         Config("ckpt_on", "trainer, gradient checkpointing on", "trainer", checkpointing="on"),
-        # The GPU-sized setting: "auto" would checkpoint such a pack (its budget is a quarter of the
-        # host's RAM, not the GPU's memory), so checkpointing is turned off explicitly.
+        # The whole step in one pass: a fixed micro-batch under "auto" is checkpointed when it passes
+        # the trainer's memory budget, so checkpointing is turned off explicitly.
         Config("one_pack", "trainer, whole step as one micro-batch, checkpointing off", "trainer", checkpointing="off", one_pack=True),
     )
 }

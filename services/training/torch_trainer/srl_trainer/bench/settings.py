@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-# Every projection, as the trainer's default targets for dense families (architectures.py _DENSE).
-TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+from ..architectures import SUPPORTED
+
+# Every projection: the trainer's default targets of the dense families (Llama, Qwen).
+TARGETS = SUPPORTED["llama"].default_targets
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def check_adapter(files: dict[tuple[str, str], bytes]) -> dict[str, Any]:
 
 def _drive(stub: Any, pb: Any, config: Config, settings: Settings, model: dict[str, Any], timeout: float, result: dict[str, Any]) -> None:
     """Fills `result` as the job goes, so that an error part way still leaves its steps."""
-    files: dict[tuple[str, str], bytes] = {}
+    parts: dict[tuple[str, str], list[bytes]] = {}  # joined once at the end: adding each chunk would copy the file per chunk
     metrics: list[dict[str, float]] = []
     marks: list[float] = []
     started_at: float | None = None
@@ -157,8 +157,7 @@ def _drive(stub: Any, pb: Any, config: Config, settings: Settings, model: dict[s
                 since = now - (marks[-2] if len(marks) > 1 else (started_at or sent))
                 print(f"  {config.name} step {response.step.step}: loss {metrics[-1].get('loss', math.nan):.5f} {since:.3f} s", file=sys.stderr, flush=True)
             elif kind == "file":
-                key = (response.file.format, response.file.filename)
-                files[key] = files.get(key, b"") + response.file.data
+                parts.setdefault((response.file.format, response.file.filename), []).append(response.file.data)
             elif kind == "finished":
                 result["trained"] = response.finished.trained
                 result["after_last_step_s"] = now - marks[-1] if marks else None  # adapter conversion + streaming
@@ -172,7 +171,7 @@ def _drive(stub: Any, pb: Any, config: Config, settings: Settings, model: dict[s
         own = [m.get("tokens_per_second", 0.0) for m in metrics]
         result["trainer_steady_tokens_per_s"] = float(np.mean(own[1:] or own)) if own else None
         result["completed"] = len(metrics) == settings.steps
-    result["adapter"] = check_adapter(files)
+    result["adapter"] = check_adapter({key: b"".join(pieces) for key, pieces in parts.items()})
 
 
 def run(config: Config, settings: Settings, model: dict[str, Any], server: TrainerProcess, timeout: float) -> dict[str, Any]:
