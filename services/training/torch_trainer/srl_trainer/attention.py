@@ -11,6 +11,7 @@ kernel. Sliding windows (Gemma, Mistral) are honoured on both paths."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any
 
@@ -71,14 +72,37 @@ def _varlen_applies(q: torch.Tensor, softcap: float | None) -> bool:
 def _varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, max_length: int, scale: float, sliding_window: int | None) -> torch.Tensor | None:
     from torch.nn.attention.varlen import varlen_attn
 
-    window = (sliding_window - 1 if sliding_window else -1, 0)  # (left, right): causal, W keys
+    # Its keywords changed between releases: torch 2.11 has `is_causal` and takes no window, scale
+    # or `enable_gqa`; later ones take `window_size`, `scale` and `enable_gqa` instead.
+    accepted = _keywords(varlen_attn)
+    options: dict[str, Any] = {}
+    if "window_size" in accepted:
+        options["window_size"] = (sliding_window - 1 if sliding_window else -1, 0)  # (left, right): causal, W keys
+    elif sliding_window or "is_causal" not in accepted:
+        return None
+    else:
+        options["is_causal"] = True
+    if "scale" in accepted:
+        options["scale"] = scale
+    elif abs(scale - q.shape[-1] ** -0.5) > 1e-9 * scale:
+        return None
+    if q.shape[1] != k.shape[1]:
+        if "enable_gqa" in accepted:
+            options["enable_gqa"] = True
+        else:  # each key/value head shared by its group of query heads, spelled out
+            groups = q.shape[1] // k.shape[1]
+            k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
     try:
-        return varlen_attn(q, k, v, cu, cu, max_length, max_length, scale=scale, window_size=window, enable_gqa=q.shape[1] != k.shape[1])
-    except (RuntimeError, NotImplementedError, ValueError) as error:
-        # A head size or GPU the kernels do not take: the per-row path computes the same.
+        return varlen_attn(q, k, v, cu, cu, max_length, max_length, **options)
+    except (RuntimeError, NotImplementedError, ValueError, TypeError) as error:
+        # A head size, GPU or torch release the kernels do not take: the per-row path computes the same.
         _varlen_failed.add(str(q.device))
         log.warning("variable-length attention unavailable on %s (%s); attention runs per row", q.device, error)
         return None
+
+
+def _keywords(function: Any) -> frozenset[str]:
+    return frozenset(inspect.signature(function).parameters)
 
 
 def _by_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor, scale: float, sliding_window: int | None, softcap: float | None) -> torch.Tensor:
