@@ -61,6 +61,8 @@ phase "ART 0.5.23 client environment" bash scripts/install-client-env.sh art-0.5
 phase "Tinker SDK 0.38.0 + tinker-cookbook 0.6.1 client environment" bash scripts/install-client-env.sh tinker-0.38.0
 phase "Tinker SDK 0.34.0 client environment" bash scripts/install-client-env.sh tinker-0.34.0
 phase "ART 0.5.23 TinkerNativeBackend client environment" bash scripts/install-client-env.sh art-0.5.23-tinker
+phase "Prometheus client 0.26.0 (the /metrics test's parser)" bash scripts/install-client-env.sh prometheus-client-0.26.0
+phase "lm-evaluation-harness 0.4.13 client environment" bash scripts/install-client-env.sh lm-eval-0.4.13
 # The web console's production build, served by the gateway at `/`.
 phase "web console" npx --no-install vite build --config console/vite.config.ts --logLevel warn
 echo "install: done in $((SECONDS - install_started)) s"

@@ -32,7 +32,8 @@ phase_started=$SECONDS
 #   wandb 0.28.0 alone (the plain W&B script tests) and ART 0.5.23 with wandb 0.31.0
 #   (scripts/install-client-env.sh: standalone, on the newest Python >= 3.12): test/wandb/python;
 # - the Tinker SDK 0.38.0 with tinker-cookbook 0.6.1, the SDK 0.34.0 (ART 0.5.23's pin) and ART
-#   0.5.23's TinkerNativeBackend (openpipe-art[tinker], standalone on Python 3.12): test/tinker/python.
+#   0.5.23's TinkerNativeBackend (openpipe-art[tinker], standalone on Python 3.12): test/tinker/python;
+# - lm-evaluation-harness 0.4.13 (an overlay on the trainer's environment): test/evals/python.
 # They run in two lanes at once: a client run keeps about two thirds of a core busy (its client,
 # server and engines), so two share the 2 cores. A line says when each run starts; its whole
 # output is printed when it ends, never mixed with the other lane's.
@@ -76,6 +77,8 @@ first_lane=$!
   # The file is skipped in the other environments.
   client_tests art-0.5.23-tinker .cache/clients/art-0.5.23-tinker/bin/python test/tinker/python/test_art_tinker_native.py
   client_tests wandb-0.28.0 .cache/clients/wandb-0.28.0/bin/python test/wandb/python/test_wandb_script.py test/wandb/python/test_wandb_reads.py test/wandb/python/test_wandb_artifact_sizes.py
+  # lm-eval 0.4.13 offline on local tasks against SmolLM2 (the service's tokenizer endpoints).
+  client_tests lm-eval-0.4.13 .cache/clients/lm-eval-0.4.13/bin/python test/evals/python
 ) &
 second_lane=$!
 wait "$first_lane" "$second_lane"

@@ -6,9 +6,10 @@ import type { Logger } from "../core/logger.js";
 import { connectDatabase, databaseHealth, type EmbeddedDatabase, publishDatabaseUri, startEmbeddedDatabase } from "../store/index.js";
 import { artifactsHandlers } from "../artifacts/index.js";
 import { eventsHandlers } from "../events/index.js";
-import { buildRemoteEngines, EngineClient, EngineSet, inferenceHandlers, ModelResolver } from "../inference/index.js";
+import { buildRemoteEngines, EngineClient, engineScrapeSource, EngineSet, inferenceHandlers, messagesHandlers, ModelResolver, responsesHandlers, tokenizerHandlers } from "../inference/index.js";
 import { modelsHandlers } from "../models/index.js";
-import { systemHandlers } from "../system/index.js";
+import { systemHandlers, systemScrapeSource } from "../system/index.js";
+import { addScrapeSource } from "../core/metrics/index.js";
 import { trainingHandlers } from "../training/index.js";
 import { TinkerApi, tinkerHandlers, TinkerHousekeeping, TokenSampler } from "../tinker/index.js";
 import { serveGateway, type ApiKeys } from "../gateway/index.js";
@@ -90,6 +91,9 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
 
   const handlers = [
     inferenceHandlers({ engine, resolver, catalog, registry, checkpoints, limits }),
+    messagesHandlers({ engine, resolver, limits }),
+    responsesHandlers({ engine, resolver, limits, store: services.responses }),
+    tokenizerHandlers({ vocabulary: embeddedEngine, engine, resolver, catalog, limits, defaultModel: config.tokenizerDefaultModel }),
     modelsHandlers({ catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, trainability }),
     systemHandlers({ database, jobs, databaseHealth: () => databaseHealth(database, embedded) }),
     trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, maxJobsPerEntity: config.entityMaxJobs, onJobCreated: () => worker.wake() }),
@@ -97,6 +101,8 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     eventsHandlers({ events, ownedJobId: async (entity, id) => (await jobs.getOwned(entity, id))._id }),
     tinkerHandlers({ api: tinkerApi, catalog, trainability, checkpoints, sampleable: () => true, retrieveWaitMs: config.tinkerRetrieveWaitMs, signer: tinker.signer }),
   ];
+  addScrapeSource(systemScrapeSource({ database, jobs, databaseHealth: () => databaseHealth(database, embedded) }));
+  addScrapeSource(engineScrapeSource(embeddedEngine, remoteEngines));
   const gateway = await serveGateway({ handlers, keys, wandb, hfTokenizers: hfTokenizerRepos(catalog, config), blobs, config, log });
   if (config.trainingWorker) worker.start();
   blobCollector.start(config.blobCollectEveryMs);

@@ -58,6 +58,8 @@ export interface Config {
   bootstrapEntity: string;
   /** Base models scheduled by request priority (others: first come, first served). */
   priorityModels: string[];
+  /** The model vLLM's tokenizer endpoints use when a request names none; "" = the first BASE_MODELS entry, else the first built-in. */
+  tokenizerDefaultModel: string;
   /** llama.cpp threads per context; 0 = chosen per model (engine/llama/threads.ts). */
   engineThreads: number;
   /** Parallel sequences per llama.cpp context (continuous batching). */
@@ -128,6 +130,8 @@ export interface Config {
   trainerCallTimeoutMs: number;
   /** Deadline of a job's trainer work (its Train or Score call, waiting for a free trainer included). */
   trainerJobTimeoutMs: number;
+  /** Bearer token of GET /metrics; "": API keys of bootstrapEntity read it. */
+  metricsToken: string;
 }
 
 export const configVariables: { name: string; default: string; meaning: string }[] = [
@@ -159,6 +163,8 @@ export const configVariables: { name: string; default: string; meaning: string }
   { name: "BASE_MODELS", default: "(empty)", meaning: "comma-separated extra base models: name=path-or-hf:ref, optionally ;train=hf-directory-or-hf:repo (weights the trainer trains on instead of the GGUF)" },
   { name: "SHUTDOWN_GRACE_MS", default: "10000", meaning: "how long in-flight requests may finish on SIGTERM" },
   { name: "BOOTSTRAP_ENTITY", default: "local", meaning: "entity of the key created on a first embedded start" },
+  { name: "METRICS_TOKEN", default: "(unset)", meaning: "bearer token of GET /metrics (Prometheus' `authorization: credentials`); unset: any API key of BOOTSTRAP_ENTITY (the operator's) reads it. Other entities' keys get 403: its labels name every entity" },
+  { name: "TOKENIZER_DEFAULT_MODEL", default: "(empty)", meaning: "the model /tokenize, /detokenize and /tokenizer_info use when a request names none (vLLM clients such as lm-eval's remote tokenizer never do); empty = the first BASE_MODELS entry, else the first built-in model" },
   { name: "PRIORITY_MODELS", default: "(empty)", meaning: "comma-separated base models scheduled by request priority" },
   { name: "ENGINE_THREADS", default: "0", meaning: "llama.cpp threads (0 = per model: llama.cpp's own count, its math cores, for a model of 48 MB or more, one fewer, at least 1, for a smaller one); a step decoding a single token runs on one thread fewer where they are chosen so or set to every core" },
   { name: "ENGINE_SEQUENCES", default: "8", meaning: "parallel sequences per context (continuous batching)" },
@@ -229,6 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     baseModels: list(env.BASE_MODELS),
     shutdownGraceMs: intVar(env, "SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     bootstrapEntity: env.BOOTSTRAP_ENTITY || "local",
+    metricsToken: env.METRICS_TOKEN ?? "",
     artifactHttpsHosts: list(env.ARTIFACT_HTTPS_HOSTS),
     wandbGraphqlMaxAliases: intVar(env, "WANDB_GRAPHQL_MAX_ALIASES", 30, 0, 100_000),
     wandbGraphqlMaxFields: intVar(env, "WANDB_GRAPHQL_MAX_FIELDS", 500, 1, 100_000),
@@ -250,6 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trainerCallTimeoutMs: intVar(env, "TRAINER_CALL_TIMEOUT_MS", 900_000, 1_000, 604_800_000),
     trainerJobTimeoutMs: intVar(env, "TRAINER_JOB_TIMEOUT_MS", 21_600_000, 1_000, 604_800_000),
     priorityModels: list(env.PRIORITY_MODELS),
+    tokenizerDefaultModel: (env.TOKENIZER_DEFAULT_MODEL ?? "").trim(),
     engineThreads: intVar(env, "ENGINE_THREADS", 0, 0, 256),
     engineSequences: intVar(env, "ENGINE_SEQUENCES", 8, 1, 256),
     engineContextSize: intVar(env, "ENGINE_CONTEXT_SIZE", 0, 0, 1 << 20),

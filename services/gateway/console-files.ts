@@ -1,6 +1,6 @@
 // The web console's production build (console/dist), served at `/`: its files by path, and
-// index.html at `/` (the console routes by `#/...`) and for a browser's page navigation to any
-// other extension-less path (the run and project links the wandb SDK prints land on the console).
+// index.html at `/` (the console routes by `#/...`) and for a browser's page navigation to the run
+// and project links the wandb and weave SDKs print (they land on the console).
 // Every other request is the API's: an unknown path gets its JSON 404, never the console's HTML
 // (clients probing an API path, such as weave's `/traces/server_info` or lm-eval's
 // `/tokenizer_info`, would read a 200 page as an answer; they do not ask for text/html).
@@ -36,7 +36,7 @@ export async function serveConsole(req: Request, res: Response): Promise<boolean
   if (decoded === null || decoded.includes("\0")) return false;
   const wanted = normalize(join(DIST, decoded));
   if (!wanted.startsWith(DIST.endsWith(sep) ? DIST : DIST + sep)) return false;
-  const page = path === "/" || (extname(path) === "" && asksForHtml(req.headers.accept));
+  const page = path === "/" || (extname(path) === "" && asksForHtml(req.headers.accept) && isLinkedPage(path));
   const file = (await isFile(wanted)) ? wanted : page ? join(DIST, "index.html") : wanted;
   if (!(await isFile(file))) return false;
   const immutable = file.includes(`${sep}assets${sep}`);
@@ -54,6 +54,23 @@ export async function serveConsole(req: Request, res: Response): Promise<boolean
   }
   return true;
 }
+
+/**
+ * The console routes by `#/...`, so its own pages are `/` alone; the other paths a browser may load
+ * it at are the run, project and trace links the wandb and weave SDKs print
+ * (`/{entity}/{project}`, `/{entity}/{project}/runs/{id}`, ...). Paths under the API's own roots
+ * are never pages, whoever asks.
+ */
+function isLinkedPage(path: string): boolean {
+  const segments = path.split("/").slice(1);
+  if (segments.some((segment) => segment === "") || API_ROOTS.has(segments[0] as string)) return false;
+  return segments.length === 2 || (segments.length >= 3 && LINKED_PAGE_KINDS.has(segments[2] as string));
+}
+
+/** First path segments the API serves (REST, W&B, Hugging Face, weave's trace server, vLLM's routes). */
+const API_ROOTS = new Set(["v1", "api", "graphql", "files", "wandb", "hf", "traces", "assets", "tokenize", "detokenize", "tokenizer_info", "metrics", "health"]);
+/** The third segment of the page links the wandb and weave SDKs print. */
+const LINKED_PAGE_KINDS = new Set(["runs", "sweeps", "artifacts", "reports", "workspace", "weave", "overview", "table"]);
 
 /** A browser navigating to a page lists text/html in Accept; API clients do not. */
 function asksForHtml(accept: string | undefined): boolean {

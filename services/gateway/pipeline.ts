@@ -7,6 +7,7 @@ import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/con
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { toConnectError, unimplemented, validationError } from "../core/errors.js";
 import type { Callers } from "./auth/callers.js";
+import { countRequest } from "./request-metrics.js";
 import { principalKey, restValidatedKey, type ServiceHandlers } from "../core/rpc/index.js";
 import { restRule } from "./validation/rules.js";
 import { validateMessage } from "./validation/validate-message.js";
@@ -57,9 +58,11 @@ export function buildEndpoints(handlers: ServiceHandlers[], callers: Callers): E
           unary: async (request, context) => {
             try {
               await prepare(request, context);
-              return await handler(request, context);
+              const response = await handler(request, context);
+              countRequest(name, context);
+              return response;
             } catch (error) {
-              throw toConnectError(error);
+              throw countRequest(name, context, toConnectError(error));
             }
           },
         });
@@ -72,8 +75,9 @@ export function buildEndpoints(handlers: ServiceHandlers[], callers: Callers): E
             try {
               await prepare(request, context);
               yield* handler(request, context);
+              countRequest(name, context);
             } catch (error) {
-              throw toConnectError(error);
+              throw countRequest(name, context, toConnectError(error));
             }
           },
         });

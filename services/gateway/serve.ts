@@ -4,6 +4,8 @@
 // serves (the services' handlers) is handed in by the composition root (services/app/server.ts).
 import type { DescService } from "@bufbuild/protobuf";
 import { Inference } from "../../gen/srl/v1/inference_pb.js";
+import { Messages } from "../../gen/srl/v1/messages_pb.js";
+import { Responses } from "../../gen/srl/v1/responses_pb.js";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Config } from "../core/config.js";
@@ -22,6 +24,7 @@ import { serveConsole } from "./console-files.js";
 import { wandbRoutes } from "./wandb-routes.js";
 import { hfRoutes, type HfTokenizerRepos } from "./hf-routes.js";
 import { answerFailure, guardRequests } from "./http-boundary.js";
+import { metricsRoute } from "./metrics-route.js";
 
 export interface GatewayOptions {
   handlers: ServiceHandlers[];
@@ -41,6 +44,9 @@ export interface Gateway {
   close(graceMs: number): Promise<void>;
 }
 
+/** Services that generate: their bodies are bounded by INFERENCE_BODY_LIMIT_BYTES. */
+const generationServices = new Set<DescService>([Inference, Messages, Responses]);
+
 export async function serveGateway({ handlers, keys, wandb, hfTokenizers, blobs, config, log }: GatewayOptions): Promise<Gateway> {
   const rate = () => new EntityRateLimit(config.entityRequestsPerSecond, config.entityRequestBurst);
   const callers = new Callers(keys, rate(), rate());
@@ -48,7 +54,7 @@ export async function serveGateway({ handlers, keys, wandb, hfTokenizers, blobs,
   const shutdown = new AbortController();
   // Generation requests are bounded well below uploads: a huge prompt is refused while it is read,
   // before the gateway's one event loop parses it.
-  const bodyLimitOfService = (service: DescService) => (service === Inference ? Math.min(config.inferenceBodyLimitBytes, config.bodyLimitBytes) : config.bodyLimitBytes);
+  const bodyLimitOfService = (service: DescService) => (generationServices.has(service) ? Math.min(config.inferenceBodyLimitBytes, config.bodyLimitBytes) : config.bodyLimitBytes);
   const transcoder = createTranscoder({
     endpoints,
     callers,
@@ -59,6 +65,7 @@ export async function serveGateway({ handlers, keys, wandb, hfTokenizers, blobs,
   });
   const wandbApi = wandbRoutes({ api: wandb, callers, bodyLimitBytes: config.bodyLimitBytes, log });
   const hfApi = hfRoutes({ repos: hfTokenizers, log });
+  const metricsApi = metricsRoute({ access: { token: config.metricsToken, operatorEntity: config.bootstrapEntity }, callers, log });
   const handler = connectNodeAdapter({
     routes: (router) => {
       registerEndpoints(router, endpoints, bodyLimitOfService);
@@ -69,7 +76,7 @@ export async function serveGateway({ handlers, keys, wandb, hfTokenizers, blobs,
     interceptors: [rpcLog(log)],
     fallback: (req, res) =>
       void wandbApi(req, res)
-        .then(async (served) => (served || (await hfApi(req, res)) || (await serveConsole(req, res)) ? undefined : transcoder(req, res)))
+        .then(async (served) => (served || (await metricsApi(req, res)) || (await hfApi(req, res)) || (await serveConsole(req, res)) ? undefined : transcoder(req, res)))
         .catch((error: unknown) => answerFailure(res, error, log)),
   });
   const listener = await listen(guardRequests(handler, log), config.host, config.port, {

@@ -2,7 +2,7 @@
 // authenticate, decode and validate the JSON (pydantic-style 422s), call the same endpoint the
 // Connect and gRPC routes call, and write JSON (or server-sent events for streaming methods).
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { create, fromJson, ScalarType, toBinary, type DescMessage, type DescMethod, type JsonObject, type Message } from "@bufbuild/protobuf";
+import { create, fromJson, ScalarType, toBinary, type DescMessage, type DescMethod, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { clipText } from "../core/clip.js";
 import { toConnectError, validationError, type Violation } from "../core/errors.js";
@@ -10,12 +10,13 @@ import type { Logger } from "../core/logger.js";
 import type { Callers } from "./auth/callers.js";
 import { principalKey, rawBodyKey, restValidatedKey, stagedFilesKey } from "../core/rpc/index.js";
 import type { Endpoint } from "./pipeline.js";
-import { fieldRule, restRule } from "./validation/rules.js";
+import { fieldRule, restRule, typedSseEvents } from "./validation/rules.js";
+import { unknownFieldViolations } from "./rest/unknown-fields.js";
 import { decodeFields, finiteNumberViolation, plain } from "./rest/json-decode.js";
 import { encodeMessage } from "./rest/json-encode.js";
 import { JsonSyntaxError, parseJsonLossless, type LosslessJson, type ParsedJson } from "./rest/json-parse.js";
 import { allowedVerbs, matchRoutes, restRoutes, type RestRoute } from "./rest/http-rules.js";
-import { messageBody, restError } from "./rest/error-response.js";
+import { errorStyleOf, messageBody, restError, type ErrorStyle } from "./rest/error-response.js";
 import { multipartBoundary } from "./rest/multipart.js";
 import { acceptsProtobuf, decodeProtobufBody, isProtobufContentType } from "./rest/protobuf-body.js";
 import { BodyTooLarge, readBody } from "./rest/read-body.js";
@@ -48,7 +49,7 @@ export function createTranscoder(options: TranscoderOptions) {
     // The boundary in front (http-boundary.ts) has refused targets that are not a path.
     const target = requestTarget(req.url) ?? { pathname: "/", query: new URLSearchParams() };
     let route: RestRoute | undefined;
-    let openai = false;
+    let style: ErrorStyle = "fastapi";
     let status = 500;
     try {
       const candidates = matchRoutes(routes, verb, target.pathname);
@@ -60,7 +61,7 @@ export function createTranscoder(options: TranscoderOptions) {
         return;
       }
       route = first.route;
-      openai = restRule(first.route.method)?.openaiErrors ?? false;
+      style = errorStyleOf(restRule(first.route.method));
       const values = createContextValues();
       if (!(restRule(first.route.method)?.public ?? false)) {
         values.set(principalKey, await options.callers.authenticate({ authorization: header(req, "authorization"), apiKey: header(req, "x-api-key") }));
@@ -95,13 +96,14 @@ export function createTranscoder(options: TranscoderOptions) {
         contextValues: values,
       });
       if (endpoint.stream && restRule(chosen.route.method)?.rawResponse) status = await streamRaw(res, endpoint, request, context);
-      else if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, openai);
+      else if (endpoint.stream) status = await streamEvents(res, endpoint, request, context, style);
       else status = await respondUnary(res, endpoint, chosen.route, request, context, acceptsProtobuf(header(req, "accept")));
     } catch (error) {
-      // Failed before a route was chosen (a malformed path parameter): an OpenAI route's path
-      // still gets OpenAI's shape.
-      if (!route) openai = routes.some((r) => r.verb === verb && r.matcher.test(target.pathname) && (restRule(r.method)?.openaiErrors ?? false));
-      status = writeError(res, error, { output: route?.method.output, openai, log: options.log, path: target.pathname });
+      // Failed before a route was chosen (a malformed path parameter): an OpenAI (Anthropic)
+      // route's path still gets that API's shape.
+      const styled = route ? undefined : routes.find((r) => r.verb === verb && r.matcher.test(target.pathname) && errorStyleOf(restRule(r.method)) !== "fastapi");
+      if (styled) style = errorStyleOf(restRule(styled.method));
+      status = writeError(res, error, { output: route?.method.output, style, log: options.log, path: target.pathname });
     } finally {
       options.log.info("request", {
         protocol: "rest",
@@ -116,13 +118,13 @@ export function createTranscoder(options: TranscoderOptions) {
 }
 
 /** Answers a failed request (or cuts a response already under way); the status it answered. */
-function writeError(res: Response, error: unknown, where: { output?: DescMessage; openai: boolean; log: Logger; path: string }): number {
+function writeError(res: Response, error: unknown, where: { output?: DescMessage; style: ErrorStyle; log: Logger; path: string }): number {
   if (error instanceof BodyTooLarge) {
-    if (!res.headersSent) writeJson(res, 413, messageBody(413, error.message, where.openai), { connection: "close" });
+    if (!res.headersSent) writeJson(res, 413, messageBody(413, error.message, where.style), { connection: "close" });
     return 413;
   }
   const connectError = toConnectError(error);
-  const mapped = restError(connectError, { output: where.output, openai: where.openai });
+  const mapped = restError(connectError, { output: where.output, style: where.style });
   if (mapped.status >= 500) where.log.error("request failed", { path: clipText(where.path, 200), code: connectError.code, error: connectError.cause ?? connectError });
   if (!res.headersSent) writeJson(res, mapped.status, mapped.body, mapped.headers);
   else res.destroy();
@@ -195,6 +197,7 @@ function decodeRequest(route: RestRoute, params: Record<string, string>, query: 
     violations.push({ type: "model_attributes_type", loc: ["body"], msg: "Input should be a valid dictionary or object to extract fields from", input: plain(body) });
   } else if (route.body === "*") {
     Object.assign(json, decodeFields(desc, body, ["body"], violations, pathFields));
+    violations.push(...unknownFieldViolations(desc, body, ["body"]));
   } else {
     Object.assign(json, decodeFields(desc, { [route.body]: body }, [], violations, others(new Set([route.body]))));
   }
@@ -257,12 +260,15 @@ const FIRST_MESSAGE_WAIT_MS = 5_000;
  * Server-sent events: `data: {json}` per message, then `data: [DONE]`. Errors before the first
  * message are plain JSON errors; a first message that takes longer than FIRST_MESSAGE_WAIT_MS
  * (a watch of a job that is quiet) does not hold the headers back, so the client knows the
- * stream is open, and later errors arrive as a `data:` message.
+ * stream is open, and later errors arrive as a `data:` message. Methods with
+ * `(srl.v1.sse_events) = SSE_EVENTS_TYPED` frame each message as `event: <its type>` with no
+ * `[DONE]`, and a later error as `event: error` (sseFraming).
  */
-async function streamEvents(res: Response, endpoint: Endpoint, request: Message, context: HandlerContext, openai: boolean): Promise<number> {
+async function streamEvents(res: Response, endpoint: Endpoint, request: Message, context: HandlerContext, style: ErrorStyle): Promise<number> {
   const stream = endpoint.stream;
   if (!stream) throw new Error("not a streaming endpoint");
   const output = endpoint.method.output;
+  const framing = sseFraming(typedSseEvents(endpoint.method));
   const iterator = stream(request, context)[Symbol.asyncIterator]();
   const first = iterator.next();
   let timer: NodeJS.Timeout | undefined;
@@ -278,25 +284,54 @@ async function streamEvents(res: Response, endpoint: Endpoint, request: Message,
     next = await first;
   } catch (error) {
     if (!slow) throw error;
-    res.end(`data: ${JSON.stringify(restError(toConnectError(error), { openai }).body)}\n\n`);
+    res.end(framing.error(restError(toConnectError(error), { style }).body));
     return 200;
   }
   if (!slow) open();
   try {
     while (!next.done) {
-      await written(res, `data: ${JSON.stringify(encodeMessage(output, create(output, next.value)))}\n\n`);
+      await written(res, framing.message(encodeMessage(output, create(output, next.value))));
       if (context.signal.aborted) break;
       next = await iterator.next();
     }
-    if (!context.signal.aborted) res.write("data: [DONE]\n\n");
+    if (!context.signal.aborted) res.write(framing.end);
   } catch (error) {
-    const mapped = restError(toConnectError(error), { openai });
-    res.write(`data: ${JSON.stringify(mapped.body)}\n\n`);
+    const mapped = restError(toConnectError(error), { style });
+    res.write(framing.error(mapped.body));
   } finally {
     await iterator.return?.();
     res.end();
   }
   return 200;
+}
+
+interface SseFraming {
+  message(json: JsonValue): string;
+  error(body: JsonValue): string;
+  end: string;
+}
+
+/**
+ * How events are written. Typed: the message's own `type` names the event (OpenAI Responses,
+ * Anthropic Messages), and an error is `{"type": "error"}` merged with the route's error body, so
+ * each API's clients find their usual error object in it.
+ */
+function sseFraming(typed: boolean): SseFraming {
+  if (!typed) return { message: (json) => `data: ${JSON.stringify(json)}\n\n`, error: (body) => `data: ${JSON.stringify(body)}\n\n`, end: "data: [DONE]\n\n" };
+  return {
+    message: (json) => {
+      if (!isJsonObject(json)) return `event: message\ndata: ${JSON.stringify(json)}\n\n`;
+      // One message type carries every event's fields: an event shows only those it sets.
+      const event = Object.fromEntries(Object.entries(json).filter(([, value]) => value !== null));
+      return `event: ${typeof json.type === "string" ? json.type : "message"}\ndata: ${JSON.stringify(event)}\n\n`;
+    },
+    error: (body) => `event: error\ndata: ${JSON.stringify({ type: "error", ...(isJsonObject(body) ? body : { error: body }) })}\n\n`,
+    end: "",
+  };
+}
+
+function isJsonObject(value: JsonValue): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /**

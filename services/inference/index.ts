@@ -3,7 +3,14 @@
 
 // The service's RPC handlers and the model resolution the composition root wires into them.
 export { inferenceHandlers } from "./handlers.js";
+// OpenAI's Responses API, a service of its own over the chat endpoint, with its stored responses.
+export { responsesHandlers } from "./responses/handlers.js";
+export { StoredResponses } from "./responses/stored-responses.js";
+// Anthropic's Messages API, a service of its own over the chat endpoint.
+export { messagesHandlers } from "./messages/handlers.js";
 export { ModelResolver, type ServeTarget } from "./generation/resolve-model.js";
+// vLLM's tokenizer endpoints, on the embedded engine's vocabularies.
+export { tokenizerHandlers } from "./tokenizer/handlers.js";
 
 // Token-level generation for other services (Tinker's sampling, services/tinker/sampling): a plan
 // of the engine's own request shape, run through the same engines, admission and limits as the
@@ -18,6 +25,7 @@ export { TOKEN_ID_BYTES } from "./completions/request-checks.js";
 export { EngineClient } from "./engine/client.js";
 export { EngineSet } from "./engine/inference-engine.js";
 export { buildRemoteEngines } from "./engine/remote/build.js";
+export { engineScrapeSource } from "./engine/engine-metrics.js";
 
 // llama.cpp: where a base model's GGUF is, and its vocabulary and chat template (training
 // tokenizes with the engine's own).

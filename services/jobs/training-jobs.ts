@@ -158,6 +158,14 @@ export class TrainingJobs implements BlobReferences, LegacyBlobOwner {
     return changed;
   }
 
+  /** Jobs per entity, type and status (/metrics); one grouped read. */
+  async countsByState(): Promise<{ entity: string; type: JobType; status: JobStatus; count: number }[]> {
+    const groups = await this.jobs
+      .aggregate<{ _id: { entity: string; type: JobType; status: JobStatus }; count: number }>([{ $group: { _id: { entity: "$entity", type: "$type", status: "$status" }, count: { $sum: 1 } } }])
+      .toArray();
+    return groups.map((group) => ({ ...group._id, count: group.count }));
+  }
+
   async depth(): Promise<{ queued: number; running: number }> {
     const [queued, running] = await Promise.all([this.jobs.countDocuments({ status: "queued" }), this.jobs.countDocuments({ status: "running" })]);
     return { queued, running };

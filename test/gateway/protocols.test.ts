@@ -4,6 +4,11 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Models } from "../../gen/srl/v1/models_pb.js";
 import { Inference } from "../../gen/srl/v1/inference_pb.js";
+import { Messages } from "../../gen/srl/v1/messages_pb.js";
+import { Responses } from "../../gen/srl/v1/responses_pb.js";
+import { Tokenizer } from "../../gen/srl/v1/tokenizer_pb.js";
+import { fromJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { connectClient, grpcUnary, rest, type ConnectFlavor } from "../support/clients.js";
 import { createKey, uniqueEntity } from "../support/keys.js";
 
@@ -97,5 +102,35 @@ describe("the same operation over every protocol", () => {
       expect(error?.code, flavor).toBe(Code.NotFound);
     }
     expect((await grpcUnary(Models.method.listCheckpoints, { modelId: missing }, key)).error?.code).toBe(5);
+  });
+});
+
+describe("the APIs added for agents and evaluations, over gRPC and Connect", () => {
+  const text = (value: string) => fromJson(ValueSchema, value);
+
+  it("Tokenize gives the REST tokens; Responses and Messages answer with their own shapes", async () => {
+    const viaRest = await rest("POST", "/v1/tokenize", { key, body: { model: "tiny-chat", prompt: "Hello there" } });
+    expect(viaRest.status).toBe(200);
+    const tokens = (viaRest.body as { tokens: number[] }).tokens;
+    expect(tokens.length).toBeGreaterThan(1);
+    const tokenized = await grpcUnary(Tokenizer.method.tokenize, { model: "tiny-chat", prompt: "Hello there" }, key);
+    expect(tokenized.message?.tokens).toEqual(tokens);
+    expect((await connectClient(Tokenizer, "connect-binary", key).tokenize({ model: "tiny-chat", prompt: "Hello there" })).tokens).toEqual(tokens);
+
+    const response = await grpcUnary(Responses.method.createResponse, { model: "tiny-chat", input: text("Say hi."), maxOutputTokens: 4, store: false }, key);
+    expect(response.error).toBeUndefined();
+    expect(response.message?.object).toBe("response");
+    expect(["completed", "incomplete"]).toContain(response.message?.status);
+    expect(response.message?.output.some((item) => item.type === "message")).toBe(true);
+
+    const message = await grpcUnary(Messages.method.createMessage, { model: "tiny-chat", maxTokens: 4, messages: [{ role: "user", content: text("Say hi.") }] }, key);
+    expect(message.error).toBeUndefined();
+    expect(message.message?.type).toBe("message");
+    expect(["end_turn", "max_tokens"]).toContain(message.message?.stopReason);
+    expect(message.message?.usage?.outputTokens).toBeGreaterThan(0);
+
+    // Refusals keep their codes across protocols: a missing max_tokens is invalid_argument.
+    const refused = await grpcUnary(Messages.method.createMessage, { model: "tiny-chat", messages: [{ role: "user", content: text("Hi") }] }, key);
+    expect(refused.error?.code).toBe(Code.InvalidArgument);
   });
 });

@@ -22,8 +22,8 @@ describe("REST routing", () => {
     expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(await page.text()).toContain("<html");
     // What clients probe at the service's root: weave's trace server (WANDB_BASE_URL/traces), vLLM's
-    // and lm-eval's tokenizer routes, W&B file paths, and any made-up page.
-    for (const path of ["/traces/server_info", "/tokenizer_info", "/some/page", "/models/abc", "/favicon-nope.ico"]) {
+    // routes this service lacks, W&B file paths, and any made-up page.
+    for (const path of ["/traces/server_info", "/tokenizer_info/x", "/pooling", "/some/page", "/models/abc", "/favicon-nope.ico"]) {
       const res = await rest("GET", path);
       expect(res.headers.get("content-type"), path).toBe("application/json");
       expect(res, path).toMatchObject({ status: 404, body: { detail: "Not Found" } });
@@ -34,6 +34,18 @@ describe("REST routing", () => {
     expect(browser.headers.get("content-type")).toBe("text/html; charset=utf-8");
     const client = await fetch(`${baseUrl()}/some-entity/some-project/runs/abc123`, { headers: { accept: "*/*" } });
     expect(client.status).toBe(404);
+    // The console's own files and a project link still load in a browser.
+    const asset = (await (await fetch(`${baseUrl()}/`)).text()).match(/\/assets\/[^"]+\.js/)?.[0];
+    expect(asset).toBeTruthy();
+    expect((await fetch(`${baseUrl()}${asset}`)).headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect((await fetch(`${baseUrl()}/some-entity/some-project`, { headers: { accept: "text/html" } })).status).toBe(200);
+    // A browser asking for any path under the API's roots, or a path of another shape, gets the JSON 404 too.
+    const browserHeaders = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" };
+    for (const path of ["/traces/x", "/traces/calls/stream", "/tokenizer_info/x", "/v1/x", "/api/x", "/files/a/b", "/hf", "/assets/nope", "/some-page", "/a/b/c", "/a//b"]) {
+      const res = await rest("GET", path, { headers: browserHeaders });
+      expect(res.headers.get("content-type"), path).toMatch(/^application\/json/);
+      expect(res.status, path).toBe(404);
+    }
     // The W&B file routes answer in W&B's error shape.
     const wandbFile = await rest("GET", "/wandb/files/junk");
     expect(wandbFile.headers.get("content-type")).toMatch(/^application\/json/);

@@ -173,10 +173,8 @@ describe("REST validation errors (422, FastAPI shape)", () => {
     expect(res.body).toEqual({ detail: [{ type: "json_invalid", loc: ["body", 12], msg: "JSON decode error", input: {}, ctx: { error: "Expecting value" } }] });
   });
 
-  it("accepts nulls where the spec allows them, ignores unknown fields and takes a string for stop", async () => {
-    const res = await rest("POST", "/v1/chat/completions", {
-      key,
-      body: {
+  it("accepts nulls where the spec allows them and takes a string for stop; refuses an unknown field by name", async () => {
+    const body = {
         model: "tiny-chat",
         messages: [{ role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] }],
         temperature: null,
@@ -186,15 +184,18 @@ describe("REST validation errors (422, FastAPI shape)", () => {
         response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } },
         structured_outputs: { _backend: "xgrammar", choice: ["a", "b"] },
         tool_choice: { type: "function", function: { name: "f" } },
-        some_future_option: { nested: true },
-      },
-    });
+    };
+    const res = await rest("POST", "/v1/chat/completions", { key, body });
     // Valid JSON for the API: it passes validation and reaches the engine, which refuses the one
     // combination it cannot honour (two structured-output constraints at once), naming both.
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
       error: { message: "structured outputs: give one constraint, not response_format json_schema and structured_outputs.choice", type: "BadRequestError", param: null, code: 400 },
     });
+    // A key the API does not have is never dropped silently (test/inference/request-fields.test.ts).
+    const unknown = await rest("POST", "/v1/chat/completions", { key, body: { ...body, some_future_option: { nested: true } } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ error: { type: "BadRequestError", param: "some_future_option", code: 400 } });
   });
 
   it("refuses null where the spec does not allow it", async () => {

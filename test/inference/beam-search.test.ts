@@ -91,7 +91,9 @@ describe.skipIf(!present)("beam search on SmolLM2", () => {
     for (let i = 1; i < scores.length; i++) expect(scores[i - 1]).toBeGreaterThanOrEqual(scores[i] as number);
 
     // A prompt this short gives the same numbers however it is batched.
-    await expectModelsOwnLogprobs(res, { max: 1e-5, mean: 1e-5 });
+    // The check evaluates prompt + beam as one batch, the beam was decoded a token at a time:
+    // llama.cpp's kernels round differently per batch shape (up to about 1e-4 measured).
+    await expectModelsOwnLogprobs(res, { max: 2e-4, mean: 5e-5 });
     expect(res.usage?.completion_tokens).toBe(res.choices.reduce((sum, c) => sum + (c.token_ids?.length ?? 0), 0));
   }, 120_000);
 

@@ -2,9 +2,9 @@
 // @generated from file srl/v1/options.proto (package srl.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { FieldOptions, MethodOptions } from "@bufbuild/protobuf/wkt";
+import type { GenEnum, GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { FieldOptions, MessageOptions, MethodOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/options.proto.
  */
 export const file_srl_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxItABCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgSEQoJbWF4X2l0ZW1zGAkgASgNEhEKCW1heF9ieXRlcxgKIAEoDRITCgtodHRwX3N0YXR1cxgLIAEoDSKqAQoJUmVzdFJ1bGVzEg4KBnB1YmxpYxgBIAEoCBIVCg1vcGVuYWlfZXJyb3JzGAIgASgIEhgKEHNlbGVjdF93aGVuX3RydWUYAyABKAkSFwoPbXVsdGlwYXJ0X2ZpbGVzGAQgASgJEhQKDHJhd19yZXNwb25zZRgFIAEoCBIVCg1wcm90b2J1Zl9ib2R5GAYgASgIEhYKDnJlc3BvbnNlX29uZW9mGAcgASgJOkkKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMhIuc3JsLnYxLkZpZWxkUnVsZXNSBWZpZWxkOkcKBHJlc3QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi6jgMgASgLMhEuc3JsLnYxLlJlc3RSdWxlc1IEcmVzdGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChRzcmwvdjEvb3B0aW9ucy5wcm90bxIGc3JsLnYxItABCgpGaWVsZFJ1bGVzEhAKCHJlcXVpcmVkGAEgASgIEhAKCG51bGxhYmxlGAIgASgIEgwKBHV1aWQYAyABKAgSCgoCZ2UYBCABKAkSCgoCbGUYBSABKAkSDwoHbGl0ZXJhbBgGIAMoCRIUCgxkZWZhdWx0X2pzb24YByABKAkSFgoOc3RyaW5nX29yX2xpc3QYCCABKAgSEQoJbWF4X2l0ZW1zGAkgASgNEhEKCW1heF9ieXRlcxgKIAEoDRITCgtodHRwX3N0YXR1cxgLIAEoDSLEAQoJUmVzdFJ1bGVzEg4KBnB1YmxpYxgBIAEoCBIVCg1vcGVuYWlfZXJyb3JzGAIgASgIEhgKEHNlbGVjdF93aGVuX3RydWUYAyABKAkSFwoPbXVsdGlwYXJ0X2ZpbGVzGAQgASgJEhQKDHJhd19yZXNwb25zZRgFIAEoCBIVCg1wcm90b2J1Zl9ib2R5GAYgASgIEhYKDnJlc3BvbnNlX29uZW9mGAcgASgJEhgKEGFudGhyb3BpY19lcnJvcnMYCCABKAgigwEKDE1lc3NhZ2VSdWxlcxIdChVyZWZ1c2VfdW5rbm93bl9maWVsZHMYASABKAgSKQoOaWdub3JlZF9maWVsZHMYAiADKAsyES5zcmwudjEuRmllbGROb3RlEikKDnJlZnVzZWRfZmllbGRzGAMgAygLMhEuc3JsLnYxLkZpZWxkTm90ZSIpCglGaWVsZE5vdGUSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkqPQoJU3NlRXZlbnRzEhoKFlNTRV9FVkVOVFNfVU5TUEVDSUZJRUQQABIUChBTU0VfRVZFTlRTX1RZUEVEEAE6UQoHbWVzc2FnZRIfLmdvb2dsZS5wcm90b2J1Zi5NZXNzYWdlT3B0aW9ucxi8jgMgASgLMhQuc3JsLnYxLk1lc3NhZ2VSdWxlc1IHbWVzc2FnZTpJCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzISLnNybC52MS5GaWVsZFJ1bGVzUgVmaWVsZDpHCgRyZXN0Eh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuo4DIAEoCzIRLnNybC52MS5SZXN0UnVsZXNSBHJlc3Q6UgoKc3NlX2V2ZW50cxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLuOAyABKA4yES5zcmwudjEuU3NlRXZlbnRzUglzc2VFdmVudHNiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Request rules read by the gateway's validator for every protocol (REST, Connect, gRPC), so a
@@ -176,6 +176,14 @@ export type RestRules = Message<"srl.v1.RestRules"> & {
    * @generated from field: string response_oneof = 7;
    */
   responseOneof: string;
+
+  /**
+   * Error bodies in Anthropic's `{"type": "error", "error": {"type", "message"}}` shape (the
+   * Messages API); validation errors too, as Anthropic's 400 `invalid_request_error`.
+   *
+   * @generated from field: bool anthropic_errors = 8;
+   */
+  anthropicErrors: boolean;
 };
 
 /**
@@ -186,14 +194,118 @@ export const RestRulesSchema: GenMessage<RestRules> = /*@__PURE__*/
   messageDesc(file_srl_v1_options, 1);
 
 /**
+ * Rules of a request message's REST body as a whole.
+ *
+ * @generated from message srl.v1.MessageRules
+ */
+export type MessageRules = Message<"srl.v1.MessageRules"> & {
+  /**
+   * A top-level key of the REST JSON body that is neither a field of the message nor listed in
+   * `ignored_fields` is refused with a 400 naming it (OpenAI's "Unrecognized request argument"),
+   * so that no request field is dropped silently.
+   *
+   * @generated from field: bool refuse_unknown_fields = 1;
+   */
+  refuseUnknownFields: boolean;
+
+  /**
+   * Keys accepted and ignored, each with the reason (README lists them).
+   *
+   * @generated from field: repeated srl.v1.FieldNote ignored_fields = 2;
+   */
+  ignoredFields: FieldNote[];
+
+  /**
+   * Keys of the API this message follows that are refused with a 400 giving the reason (a feature
+   * not served here), whatever their value.
+   *
+   * @generated from field: repeated srl.v1.FieldNote refused_fields = 3;
+   */
+  refusedFields: FieldNote[];
+};
+
+/**
+ * Describes the message srl.v1.MessageRules.
+ * Use `create(MessageRulesSchema)` to create a new message.
+ */
+export const MessageRulesSchema: GenMessage<MessageRules> = /*@__PURE__*/
+  messageDesc(file_srl_v1_options, 2);
+
+/**
+ * @generated from message srl.v1.FieldNote
+ */
+export type FieldNote = Message<"srl.v1.FieldNote"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message srl.v1.FieldNote.
+ * Use `create(FieldNoteSchema)` to create a new message.
+ */
+export const FieldNoteSchema: GenMessage<FieldNote> = /*@__PURE__*/
+  messageDesc(file_srl_v1_options, 3);
+
+/**
+ * Server-sent event framing of a streaming method on REST.
+ *
+ * @generated from enum srl.v1.SseEvents
+ */
+export enum SseEvents {
+  /**
+   * The default: `data: {json}` per message, then `data: [DONE]` (OpenAI chat completions).
+   *
+   * @generated from enum value: SSE_EVENTS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Typed events (OpenAI Responses, Anthropic Messages): each message's top-level JSON string
+   * field `type` becomes the `event:` line, top-level fields left unset (null) are left out, no
+   * `[DONE]` at the end, and an error after the stream opened is `event: error` with
+   * `{"type": "error", ...}` plus the method's REST error body.
+   *
+   * @generated from enum value: SSE_EVENTS_TYPED = 1;
+   */
+  TYPED = 1,
+}
+
+/**
+ * Describes the enum srl.v1.SseEvents.
+ */
+export const SseEventsSchema: GenEnum<SseEvents> = /*@__PURE__*/
+  enumDesc(file_srl_v1_options, 0);
+
+/**
+ * @generated from extension: srl.v1.MessageRules message = 51004;
+ */
+export const message: GenExtension<MessageOptions, MessageRules> = /*@__PURE__*/
+  extDesc(file_srl_v1_options, 0);
+
+/**
  * @generated from extension: srl.v1.FieldRules field = 51001;
  */
 export const field: GenExtension<FieldOptions, FieldRules> = /*@__PURE__*/
-  extDesc(file_srl_v1_options, 0);
+  extDesc(file_srl_v1_options, 1);
 
 /**
  * @generated from extension: srl.v1.RestRules rest = 51002;
  */
 export const rest: GenExtension<MethodOptions, RestRules> = /*@__PURE__*/
-  extDesc(file_srl_v1_options, 1);
+  extDesc(file_srl_v1_options, 2);
+
+/**
+ * How a server-streaming method's REST server-sent events are framed.
+ *
+ * @generated from extension: srl.v1.SseEvents sse_events = 51003;
+ */
+export const sse_events: GenExtension<MethodOptions, SseEvents> = /*@__PURE__*/
+  extDesc(file_srl_v1_options, 3);
 

@@ -1,13 +1,15 @@
 // REST status and body for a ConnectError: FastAPI's 422 `{"detail": [...]}` for validation,
-// `{"detail": "..."}` otherwise, OpenAI's `{"error": {...}}` on the OpenAI-compatible routes, or a
-// whole response message when the error carries one (system check: 503 with its report). On the
-// OpenAI routes a validation error is vLLM's 400 `{"error": {...}}`, with FastAPI's `detail` list
-// in the same body: the SDKs show the message (they drop a 422's body) and clients reading
-// `detail` keep working.
+// `{"detail": "..."}` otherwise, OpenAI's `{"error": {...}}` on the OpenAI-compatible routes,
+// Anthropic's `{"type": "error", "error": {...}}` on the Messages API, or a whole response message
+// when the error carries one (system check: 503 with its report). On the OpenAI routes a
+// validation error is vLLM's 400 `{"error": {...}}`, with FastAPI's `detail` list in the same body:
+// the SDKs show the message (they drop a 422's body) and clients reading `detail` keep working.
+// Anthropic's SDKs likewise expect a 400 `invalid_request_error` for a malformed request.
 import { toJson, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ValidationErrorSchema, type FieldViolation } from "../../../gen/srl/v1/errors_pb.js";
+import type { RestRules } from "../../../gen/srl/v1/options_pb.js";
 import { encodeMessage } from "./json-encode.js";
 
 export interface RestError {
@@ -44,13 +46,35 @@ const openaiType: Record<number, string> = {
   503: "ServiceUnavailableError",
 };
 
-export function restError(error: ConnectError, options: { output?: DescMessage; openai: boolean }): RestError {
+/** Which API's error shape a route answers with (its `srl.v1.rest` rules). */
+export type ErrorStyle = "fastapi" | "openai" | "anthropic";
+
+export function errorStyleOf(rules: RestRules | undefined): ErrorStyle {
+  return rules?.anthropicErrors ? "anthropic" : rules?.openaiErrors ? "openai" : "fastapi";
+}
+
+// Anthropic's error types by status (https://docs.anthropic.com/en/api/errors).
+const anthropicType: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  409: "invalid_request_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  503: "overloaded_error",
+  504: "timeout_error",
+};
+
+export function restError(error: ConnectError, options: { output?: DescMessage; style: ErrorStyle }): RestError {
   const headers: Record<string, string> = {};
   const [validation] = error.findDetails(ValidationErrorSchema);
   if (validation && validation.detail.length > 0) {
     const detail = validation.detail.map(violationJson);
-    if (!options.openai) return { status: 422, body: { detail }, headers };
-    const body = messageBody(400, error.rawMessage, true);
+    if (options.style === "fastapi") return { status: 422, body: { detail }, headers };
+    // Anthropic names fields by their path in the body ("messages.0.content: Field required").
+    if (options.style === "anthropic") return { status: 400, body: messageBody(400, detail.map((v) => `${paramOf(v) ?? "body"}: ${String(v.msg)}`).join("; "), "anthropic"), headers };
+    const body = messageBody(400, error.rawMessage, "openai");
     (body.error as JsonObject).param = paramOf(detail[0]);
     return { status: 400, body: { ...body, detail }, headers };
   }
@@ -60,7 +84,7 @@ export function restError(error: ConnectError, options: { output?: DescMessage; 
   const [report] = options.output ? error.findDetails(options.output) : [];
   if (options.output && report) return { status, body: encodeMessage(options.output, report), headers };
   const message = status === 500 ? "Internal Server Error" : error.rawMessage;
-  return { status, body: messageBody(status, message, options.openai), headers };
+  return { status, body: messageBody(status, message, options.style), headers };
 }
 
 /** Retry-After of a 429 or 503: the error's own (core/errors.ts puts it in the metadata), else 1 s. */
@@ -74,8 +98,9 @@ export function httpStatusOf(error: ConnectError): number {
 }
 
 /** The body of an error that is only a message, in the route's shape. */
-export function messageBody(status: number, message: string, openai: boolean): JsonObject {
-  return openai
+export function messageBody(status: number, message: string, style: ErrorStyle): JsonObject {
+  if (style === "anthropic") return { type: "error", error: { type: anthropicType[status] ?? "api_error", message } };
+  return style === "openai"
     ? { error: { message, type: openaiType[status] ?? "InternalServerError", param: null, code: status } }
     : { detail: message };
 }

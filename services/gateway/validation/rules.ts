@@ -1,6 +1,6 @@
 // Reads the srl.v1 field and method options once per descriptor and caches them.
-import { getOption, hasOption, type DescField, type DescMethod } from "@bufbuild/protobuf";
-import { field as fieldOption, rest as restOption, type RestRules } from "../../../gen/srl/v1/options_pb.js";
+import { getOption, hasOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
+import { field as fieldOption, message as messageOption, rest as restOption, sse_events as sseEventsOption, SseEvents, type MessageRules, type RestRules } from "../../../gen/srl/v1/options_pb.js";
 
 export interface FieldRule {
   required: boolean;
@@ -46,6 +46,15 @@ export function fieldRule(field: DescField): FieldRule {
 
 export function restRule(method: DescMethod): RestRules | undefined {
   return hasOption(method, restOption) ? getOption(method, restOption) : undefined;
+}
+
+export function messageRule(desc: DescMessage): MessageRules | undefined {
+  return hasOption(desc, messageOption) ? getOption(desc, messageOption) : undefined;
+}
+
+/** Whether a streaming method's REST events are typed (`event:` from each message's `type`, no `[DONE]`). */
+export function typedSseEvents(method: DescMethod): boolean {
+  return hasOption(method, sseEventsOption) && getOption(method, sseEventsOption) === SseEvents.TYPED;
 }
 
 /** The name a field has in REST JSON: the proto name, unless the proto sets json_name explicitly. */

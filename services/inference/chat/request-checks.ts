@@ -92,6 +92,8 @@ export function checkGenerationOptions(request: ChatCompletionRequest, sent: Jso
   if (grammars.forcedToolCall && grammars.structuredOutput) throw badRequest(`tool_choice: a forced tool call cannot be combined with structured outputs (response_format / structured_outputs)`);
   if (request.mmProcessorKwargs && Object.keys(request.mmProcessorKwargs).length > 0) throw badRequest("mm_processor_kwargs: the served models take text only");
   if (request.engineXargs && Object.keys(request.engineXargs).length > 0) throw badRequest("engine_xargs: this engine has no custom extensions");
+  const other = request.modalities.filter((m) => m !== "text");
+  if (other.length > 0) throw badRequest(`modalities: only "text" output is served, not ${other.map((m) => JSON.stringify(m)).join(", ")}`);
   for (const type of partTypes(sent.messages)) {
     if (type !== "text" && type !== "refusal") throw badRequest(`messages: content parts of type "${type}" are not supported (text only)`);
   }

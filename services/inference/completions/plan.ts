@@ -53,6 +53,11 @@ export function planCompletion(request: CompletionRequest, target: ServeTarget, 
     addGenerationPrompt: false,
     continueFinalMessage: false,
     echo,
+    // vLLM lists every generated token, the one that ends the choice included (an end-of-sequence
+    // token or a stop_token_ids one: its id, log-probability and count, not its text). lm-eval drops
+    // the last entry of an echoed max_tokens 1 completion as the generated token, so leaving an
+    // end token out would drop a prompt token instead.
+    includeStopToken: true,
     addSpecialTokens: request.addSpecialTokens ?? true,
     logprobs: logprobs !== null,
     topLogprobs: logprobs ?? 0,

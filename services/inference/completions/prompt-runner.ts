@@ -43,14 +43,17 @@ export async function* runPrompts(engine: InferenceEngine, plan: Omit<GenerateRe
     }
   };
   try {
-    fill();
     for (;;) {
+      fill();
       while (buffer.length > 0) yield buffer.shift() as PromptEvent;
       if (failure) throw failure.error;
       if (running === 0 && next >= prompts.length) return;
       if (signal.aborted) return;
+      // While this generator was suspended in a yield, events may have arrived and runs ended with
+      // no one to wake it: wait only when nothing is buffered and no slot is free for a prompt left
+      // (else every run could have ended unseen, and nothing would ever wake this loop again).
+      if (buffer.length > 0 || (running < PROMPTS_IN_FLIGHT && next < prompts.length)) continue;
       await new Promise<void>((resolve) => (wake = resolve));
-      fill();
     }
   } finally {
     signal.removeEventListener("abort", onAbort);

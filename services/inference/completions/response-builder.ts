@@ -67,21 +67,21 @@ function addPromptTokens(into: ChoiceLogprobs, started: Extract<PromptEvent, { t
     const token = options.tokensAsIds ? `token_id:${id}` : (texts[index] ?? "");
     const entry: PromptLogprobOut = started.promptLogprobs?.[index] ?? null;
     if (!entry) return into.add(token, null, null);
+    // vLLM's order: the prompt's own token first, then the top `logprobs` by rank.
+    const own = entry[String(id)];
     const top: JsonObject = {};
-    let own: number | null = null;
-    for (const [tokenId, item] of Object.entries(entry)) {
-      if (Number(tokenId) === id) own = item.logprob;
-      if (Number(tokenId) === id || item.rank <= (options.logprobs ?? 0)) top[options.tokensAsIds ? `token_id:${tokenId}` : item.decoded_token] = item.logprob;
-    }
-    into.add(token, own, top);
+    if (own) top[options.tokensAsIds ? `token_id:${id}` : own.decoded_token] = own.logprob;
+    const ranked = Object.entries(entry).filter(([tokenId, item]) => Number(tokenId) !== id && item.rank <= (options.logprobs ?? 0)).sort((a, b) => a[1].rank - b[1].rank);
+    for (const [tokenId, item] of ranked) top[options.tokensAsIds ? `token_id:${tokenId}` : item.decoded_token] ??= item.logprob;
+    into.add(token, own?.logprob ?? null, top);
   });
 }
 
 function addGenerated(into: ChoiceLogprobs, items: TokenLogprobOut[]): void {
   for (const item of items) {
-    const top: JsonObject = {};
-    for (const alternative of item.top_logprobs) top[alternative.token] = alternative.logprob;
-    top[item.token] = item.logprob;
+    // vLLM's order: the sampled token first, then the top alternatives.
+    const top: JsonObject = { [item.token]: item.logprob };
+    for (const alternative of item.top_logprobs) top[alternative.token] ??= alternative.logprob;
     into.add(item.token, item.logprob, top);
   }
 }

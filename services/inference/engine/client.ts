@@ -10,9 +10,10 @@ import { fileURLToPath } from "node:url";
 import { niceCommand } from "../../core/child-process.js";
 import { ApiError, badRequest, notFound, overloaded, unavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
+import { instruments } from "../../core/metrics/index.js";
 import { CrashGuard } from "./crash-guard.js";
 import type { EngineEvent, InferenceEngine } from "./inference-engine.js";
-import { NOTHING_LEFT_TO_SAMPLE, type BaseModelRef, type EngineSettings, type EngineToGateway, type GatewayToEngine, type GenerateRequest, type RenderedPrompt } from "./protocol.js";
+import { NOTHING_LEFT_TO_SAMPLE, type BaseModelRef, type EngineSettings, type PoolUsage, type EngineToGateway, type GatewayToEngine, type GenerateRequest, type RenderedPrompt, type TokenizerAnswer, type TokenizerOp } from "./protocol.js";
 
 interface Inflight {
   /** The base model it runs on: a crash counts against every base model in flight. */
@@ -31,8 +32,12 @@ export class EngineClient implements InferenceEngine {
   private readonly describing = new Map<string, { base: string; answer(maxModelLen: number | null): void }>();
   /** Pending renders (prompts of remote engines). */
   private readonly rendering = new Map<string, { base: string; resolve(prompt: RenderedPrompt): void; reject(error: ApiError): void }>();
+  /** Pending tokenizer calls (inference/tokenizer). */
+  private readonly tokenizing = new Map<string, { base: string; resolve(answer: TokenizerAnswer): void; reject(error: ApiError): void }>();
   private stopping = false;
   private readonly crashes: CrashGuard;
+  /** Pending usage questions (/metrics). */
+  private readonly usageAsked = new Map<string, (pools: PoolUsage[]) => void>();
 
   constructor(
     private readonly settings: EngineSettings,
@@ -115,6 +120,39 @@ export class EngineClient implements InferenceEngine {
     }
   }
 
+  /** vLLM's tokenizer calls on this base model's vocabulary (loaded without its weights). */
+  async tokenizer(base: BaseModelRef, op: TokenizerOp): Promise<TokenizerAnswer> {
+    const id = randomUUID();
+    try {
+      await this.start();
+      const answer = new Promise<TokenizerAnswer>((resolve, reject) => this.tokenizing.set(id, { base: base.name, resolve, reject }));
+      if (!this.send({ type: "tokenizer", id, base, op })) throw unavailable("the inference engine stopped unexpectedly; retry the request");
+      return await answer;
+    } finally {
+      this.tokenizing.delete(id);
+    }
+  }
+
+  /**
+   * The engine process's loaded contexts (/metrics): nothing when it is not running (it starts on
+   * the next request, not for a scrape) or does not answer within a second.
+   */
+  async usage(): Promise<{ running: boolean; refusedModels: number; pools: PoolUsage[] }> {
+    const refusedModels = this.crashes.refusedCount();
+    if (!this.child?.connected) return { running: false, refusedModels, pools: [] };
+    const id = randomUUID();
+    try {
+      const pools = new Promise<PoolUsage[]>((resolve) => {
+        this.usageAsked.set(id, resolve);
+        setTimeout(() => resolve([]), 1_000).unref();
+      });
+      if (!this.send({ type: "usage", id })) return { running: false, refusedModels, pools: [] };
+      return { running: true, refusedModels, pools: await pools };
+    } finally {
+      this.usageAsked.delete(id);
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     const child = this.child;
@@ -143,11 +181,15 @@ export class EngineClient implements InferenceEngine {
       child.once("error", reject);
       const receive = (message: EngineToGateway) => {
         if (message.type === "ready") return resolve();
+        if (message.type === "usage") return this.usageAsked.get(message.id)?.(message.pools);
         if (message.type === "described") {
           if (message.error !== null) this.log.warn("could not describe base model", { error: message.error });
           return this.describing.get(message.id)?.answer(message.maxModelLen);
         }
         if (message.type === "rendered") return this.rendering.get(message.id)?.resolve(message.prompt);
+        if (message.type === "tokenizerAnswer") return this.tokenizing.get(message.id)?.resolve(message.answer);
+        const tokenizing = this.tokenizing.get(message.id);
+        if (tokenizing && message.type === "failed") return tokenizing.reject(engineError(message.kind, message.message));
         const rendering = this.rendering.get(message.id);
         if (rendering && message.type === "failed") return rendering.reject(engineError(message.kind, message.message));
         const request = this.inflight.get(message.id);
@@ -160,13 +202,16 @@ export class EngineClient implements InferenceEngine {
         this.child = undefined;
         this.ready = undefined;
         reject(unavailable("the inference engine did not start"));
-        const working = [...this.inflight.values(), ...this.describing.values(), ...this.rendering.values()].map((work) => work.base);
+        const working = [...this.inflight.values(), ...this.describing.values(), ...this.rendering.values(), ...this.tokenizing.values()].map((work) => work.base);
         // Counted before anything is answered, so a request that retries at once sees the verdict.
         const refused = this.stopping ? new Map<string, ApiError>() : this.crashes.crashed(signal, working);
         const lost = (base: string) => refused.get(base) ?? unavailable("the inference engine stopped unexpectedly; retry the request");
         for (const describing of this.describing.values()) describing.answer(null);
+        for (const answer of this.usageAsked.values()) answer([]);
         for (const rendering of this.rendering.values()) rendering.reject(lost(rendering.base));
+        for (const tokenizing of this.tokenizing.values()) tokenizing.reject(lost(tokenizing.base));
         if (this.stopping) return;
+        instruments.engineExits.inc({ reason: signal ?? `exit code ${code ?? "unknown"}` });
         this.log.error("inference engine exited", { code, signal, inflight: this.inflight.size });
         // llama.cpp aborts when a grammar and banned tokens leave nothing to sample. The engine
         // checks for that before each token (grammar-guard.ts); should it still happen, such a
@@ -176,6 +221,7 @@ export class EngineClient implements InferenceEngine {
         }
       });
     });
+    instruments.engineStarts.inc();
     this.log.info("inference engine starting", { pid: child.pid, threads: this.settings.threads || "per model" });
     return this.ready;
   }

@@ -37,6 +37,11 @@ export class CrashGuard {
     return this.refused.get(base);
   }
 
+  /** Models refused so far (/metrics). */
+  refusedCount(): number {
+    return this.refused.size;
+  }
+
   /** A request on the model finished: its crashes are no longer in a row. */
   succeeded(base: string): void {
     this.inARow.delete(base);

@@ -3,10 +3,11 @@
 // (engine/remote). EngineSet sends each request to the engine of its base model, within each
 // entity's limit of generations in flight.
 import { overloaded } from "../../core/errors.js";
+import { observedGeneration } from "./generation-metrics.js";
 import type { BaseModelRef, EngineToGateway, GenerateRequest } from "./protocol.js";
 
 /** The events of one generation: started, deltas and finishes per choice, then done. */
-export type EngineEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" } | { type: "described" } | { type: "rendered" }>;
+export type EngineEvent = Exclude<EngineToGateway, { type: "ready" } | { type: "failed" } | { type: "described" } | { type: "rendered" } | { type: "usage" } | { type: "tokenizerAnswer" }>;
 
 export interface InferenceEngine {
   /** The events of one generation, ending after `done`; errors are thrown as ApiError. */
@@ -36,7 +37,7 @@ export class EngineSet implements InferenceEngine {
     }
     this.inFlight.set(tenant, held + 1);
     try {
-      yield* this.of(request.base.name).generate(request, signal);
+      yield* observedGeneration({ model_name: request.base.name, entity: tenant }, this.of(request.base.name).generate(request, signal), signal);
     } finally {
       const left = (this.inFlight.get(tenant) ?? 1) - 1;
       if (left > 0) this.inFlight.set(tenant, left);

@@ -141,7 +141,23 @@ export type EngineToGateway =
   /** The answer to `describe`: null when the model's file is not here (yet) or cannot be read (`error` says why). */
   | { type: "described"; id: string; maxModelLen: number | null; error: string | null }
   /** The answer to `render` (a failure comes as `failed` with the same id). */
-  | { type: "rendered"; id: string; prompt: RenderedPrompt };
+  | { type: "rendered"; id: string; prompt: RenderedPrompt }
+  /** The answer to `usage`. */
+  | { type: "usage"; id: string; pools: PoolUsage[] }
+  /** The answer to `tokenizer` (a failure comes as `failed` with the same id). */
+  | { type: "tokenizerAnswer"; id: string; answer: TokenizerAnswer };
+
+/** One loaded context of the embedded engine (a base model, with or without an adapter), for /metrics. */
+export interface PoolUsage {
+  model: string;
+  /** The context has a LoRA adapter loaded. */
+  adapter: boolean;
+  sequences: number;
+  sequencesInUse: number;
+  /** KV cells of all its sequences, and those the running sequences hold. */
+  cells: number;
+  cellsInUse: number;
+}
 
 /** A request's prompt as the model's tokenizer and chat template make it, for a remote engine. */
 export interface RenderedPrompt {
@@ -155,6 +171,8 @@ export interface RenderedPrompt {
 export type GatewayToEngine =
   | { type: "generate"; request: GenerateRequest }
   | { type: "cancel"; id: string }
+  /** The loaded contexts' sequences and KV cells, for /metrics. */
+  | { type: "usage"; id: string }
   /** What generation on a base model allows (its context per sequence), without loading its weights. */
   | { type: "describe"; id: string; base: BaseModelRef }
   /**
@@ -162,7 +180,35 @@ export type GatewayToEngine =
    * with the base model's own tokenizer and template (its vocabulary only, no weights), so a
    * remote replica sees exactly the tokens the embedded engine would.
    */
-  | { type: "render"; request: GenerateRequest; contextSize: number };
+  | { type: "render"; request: GenerateRequest; contextSize: number }
+  /** vLLM's tokenizer calls (inference/tokenizer): on the base model's vocabulary alone, no weights. */
+  | { type: "tokenizer"; id: string; base: BaseModelRef; op: TokenizerOp };
+
+export type TokenizerOp =
+  | { kind: "tokenize"; text: string; addSpecialTokens: boolean }
+  | { kind: "detokenize"; tokens: number[] }
+  /** Each token's vocabulary entry (transformers' convert_ids_to_tokens). */
+  | { kind: "pieces"; tokens: number[] }
+  | { kind: "info" };
+
+export type TokenizerAnswer =
+  | { kind: "tokenize"; tokens: number[]; pieces: string[] }
+  | { kind: "detokenize"; text: string }
+  | { kind: "pieces"; pieces: string[] }
+  | { kind: "info"; info: TokenizerFacts };
+
+/** What tokenizer_info reports of a vocabulary (special tokens as id and text; null: the vocabulary has none). */
+export interface TokenizerFacts {
+  vocabSize: number;
+  bos: { id: number; text: string } | null;
+  eos: { id: number; text: string } | null;
+  unk: { id: number; text: string } | null;
+  pad: { id: number; text: string } | null;
+  addBos: boolean;
+  chatTemplate: string | null;
+  /** The model's trained context length. */
+  trainContextSize: number;
+}
 
 /** Why a request under a grammar is refused when its token bans leave nothing to sample. */
 export const NOTHING_LEFT_TO_SAMPLE = "the structured output and logit_bias / bad_words / allowed_token_ids leave no token the model may produce";

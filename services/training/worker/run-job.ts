@@ -5,6 +5,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Artifacts } from "../../artifacts/index.js";
 import { isDatabaseUnavailable } from "../../core/errors.js";
 import type { Logger } from "../../core/logger.js";
+import { instruments } from "../../core/metrics/index.js";
 import type { EventLog } from "../../events/index.js";
 import type { AdapterBytes, AdapterFiles, BaseModelCatalog, Checkpoints, ModelRegistry, Runs } from "../../models/index.js";
 import { resolveTrainingData } from "../artifact-url.js";
@@ -153,13 +154,17 @@ async function train(
   const appendInOrder = (write: () => Promise<unknown>) => {
     appended = appended.then(write).catch((error: unknown) => deps.log.warn("could not append a progress event", { job_id: job._id, error }));
   };
+  let lastStep = performance.now();
   const progress: TrainingProgress = {
     started: (numSequences, trainer) => {
+      lastStep = performance.now();
       // The trainer's device and the memory settings it chose there, for whoever reads the job's events.
       const data: JsonObject = { num_sequences: numSequences, ...(trainer ? { trainer: trainerData(trainer) } : {}) };
       if (!alreadyStarted) appendInOrder(() => events.append(job._id, "training_started", data));
     },
     step: (metrics) => {
+      instruments.trainingStepDuration.observe({ type: job.type }, (performance.now() - lastStep) / 1000);
+      lastStep = performance.now();
       gradientSteps.push(numericOnly(metrics));
       appendInOrder(() => events.append(job._id, "gradient_step", numericOnly(metrics)));
     },

@@ -6,6 +6,7 @@
 import { stat } from "node:fs/promises";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import type { Logger } from "../../../core/logger.js";
+import type { PoolUsage } from "../protocol.js";
 import { estimateContextBytes, type ContextSizes } from "./context-size.js";
 import { EngineRequestError } from "./errors.js";
 import { chooseSequences } from "./sequence-choice.js";
@@ -32,6 +33,8 @@ interface Pool {
   free: PooledSequence[];
   lastUsed: number;
   bytes: number;
+  /** KV cells per sequence (the context size per sequence). */
+  cellsPerSequence: number;
 }
 
 const MB = 2 ** 20;
@@ -125,7 +128,7 @@ export class ContextPools {
       if (singleTokenStepsTakeFewer(this.settings.threads, model.llama.cpuMathCores)) chooseThreadsPerBatch(context);
       const all: PooledSequence[] = [];
       while (context.sequencesLeft > 0) all.push({ sequence: context.getSequence(), id: all.length, salt: null });
-      this.pools.set(key, { key, context, all, free: [...all], lastUsed: Date.now(), bytes });
+      this.pools.set(key, { key, context, all, free: [...all], lastUsed: Date.now(), bytes, cellsPerSequence: contextSize });
       this.log.info("context created", { context: describe(key), context_size: contextSize, threads, estimated_mb: round(bytes / MB), contexts: this.pools.size, used_mb: round(this.usedBytes() / MB) });
     })();
     this.creating.set(key, creation);
@@ -169,6 +172,21 @@ export class ContextPools {
     const context = await estimateContextBytes(model.fileInsights, contextSize, this.settings.sequences);
     const adapter = adapterPath ? (await stat(adapterPath)).size : 0;
     return context + adapter;
+  }
+
+  /** What the loaded contexts hold, for /metrics: a free sequence's cached tokens count as free cells (vLLM counts its prefix cache so). */
+  usage(): PoolUsage[] {
+    return [...this.pools.values()].map((pool) => {
+      const busy = pool.all.filter((item) => !pool.free.includes(item));
+      return {
+        model: pool.key.split("\u0000")[0] ?? pool.key,
+        adapter: !pool.key.endsWith("\u0000"),
+        sequences: pool.all.length,
+        sequencesInUse: busy.length,
+        cells: pool.all.length * pool.cellsPerSequence,
+        cellsInUse: busy.reduce((sum, item) => sum + item.sequence.nextTokenIndex, 0),
+      };
+    });
   }
 
   /** Contexts of a model, to free them before the model itself is unloaded. */

@@ -5,18 +5,20 @@
 import type { Llama, LlamaGrammar, LlamaModel, Token } from "node-llama-cpp";
 import { describeBinary, loadLlama, logBinary } from "./binary.js";
 import type { Logger } from "../../../core/logger.js";
-import type { BaseModelRef, EngineSettings, EngineToGateway, GenerateRequest, RenderedPrompt } from "../protocol.js";
+import type { BaseModelRef, EngineSettings, EngineToGateway, GenerateRequest, PoolUsage, RenderedPrompt, TokenizerAnswer, TokenizerOp } from "../protocol.js";
 import { ContextPools, type Lease } from "./context-pool.js";
 import { ContextSizes } from "./context-size.js";
 import { describeBaseModel } from "./describe.js";
 import { EngineRequestError } from "./errors.js";
 import { FairQueue, type FairWaiter } from "../fair-queue.js";
 import { beamSearch } from "./beam-search.js";
-import { generateChoice, promptLogprobs } from "./generate.js";
+import { generateChoice } from "./generate.js";
 import { endOfGenerationTokens } from "./model-info.js";
 import { modelPath } from "./model-source.js";
 import { buildPrompt } from "./prompt.js";
+import { promptLogprobs } from "./prompt-logprobs.js";
 import { SamplingPlan } from "./sampling.js";
+import { answerTokenizerOp } from "./tokenizer-ops.js";
 
 type Emit = (message: EngineToGateway) => void;
 
@@ -65,7 +67,8 @@ export class LlamaEngine {
     try {
       await lease.prepared;
       const logprobsOfPrompt = request.promptLogprobs !== null ? await promptLogprobs(model, lease.sequences[0]!.sequence, prompt.tokens, request.promptLogprobs) : null;
-      const cached = request.promptLogprobs !== null ? prompt.tokens.length - 1 : Math.min(...lease.cached);
+      // The prompt log-probabilities pass evaluates the whole prompt again: nothing came from the cache.
+      const cached = request.promptLogprobs !== null ? 0 : Math.min(...lease.cached);
       const promptTokenTexts = request.rawPrompt && request.echo ? prompt.tokens.map((token) => model.detokenize([token], true)) : null;
       emit({ type: "started", id: request.id, promptTokenIds: prompt.tokens, promptLogprobs: logprobsOfPrompt, echoText: prompt.echoText, promptTokenTexts });
       const maxTokens = Math.min(request.maxTokens ?? Number.MAX_SAFE_INTEGER, contextSize - prompt.tokens.length);
@@ -125,12 +128,22 @@ export class LlamaEngine {
     }
   }
 
+  /** The loaded contexts' sequences and KV cells (/metrics). */
+  usage(): PoolUsage[] {
+    return this.pools.usage();
+  }
+
   /** The prompt of a request a remote engine generates: its base model's vocabulary only is loaded. */
   async render(request: GenerateRequest, contextSize: number): Promise<RenderedPrompt> {
     const model = await this.vocabulary(request.base.name, request.base.source);
     const prompt = buildPrompt(model, request, contextSize);
     const promptTokenTexts = request.rawPrompt && request.echo ? prompt.tokens.map((token) => model.detokenize([token], true)) : null;
     return { promptTokenIds: prompt.tokens, echoText: prompt.echoText, promptTokenTexts, endTokenIds: endOfGenerationTokens(model) };
+  }
+
+  /** vLLM's tokenizer calls, on the base model's vocabulary only (inference/tokenizer). */
+  async tokenizer(base: BaseModelRef, op: TokenizerOp): Promise<TokenizerAnswer> {
+    return answerTokenizerOp(await this.vocabulary(base.name, base.source), op);
   }
 
   private admit(request: GenerateRequest, model: LlamaModel, prompt: Token[], signal: AbortSignal): Promise<Lease> {

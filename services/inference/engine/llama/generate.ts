@@ -2,7 +2,7 @@
 // report its token's log-probability and top alternatives (from the raw logits and the total logit
 // weight) and apply per-step sampling options.
 import { LlamaGrammarEvaluationState, TokenBias, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
-import { NOTHING_LEFT_TO_SAMPLE, type GenerateRequest, type PromptLogprobOut, type TokenLogprobOut } from "../protocol.js";
+import { NOTHING_LEFT_TO_SAMPLE, type GenerateRequest, type TokenLogprobOut } from "../protocol.js";
 import { EngineRequestError } from "./errors.js";
 import { grammarLeavesAToken } from "./grammar-guard.js";
 import { RawLogitSampler } from "./logprob-sampling.js";
@@ -160,35 +160,6 @@ function highest(logits: ReadonlyMap<Token, number>, k: number): [Token, number]
     if (best.length > k) best.pop();
   }
   return best;
-}
-
-/** vLLM's prompt_logprobs: null for the first token, then each token's log-probability (plus the top k). */
-export async function promptLogprobs(model: LlamaModel, sequence: LlamaContextSequence, tokens: Token[], top: number): Promise<PromptLogprobOut[]> {
-  await sequence.clearHistory();
-  const input = tokens.map((token, index) =>
-    index < tokens.length - 1
-      ? ([token, { generateNext: { logits: { filter: { tokens: [tokens[index + 1] as Token], includeTop: Math.max(1, top) } }, totalLogitWeight: true } }] as const)
-      : token,
-  );
-  const outputs = await sequence.controlledEvaluate(input as Parameters<LlamaContextSequence["controlledEvaluate"]>[0]);
-  const result: PromptLogprobOut[] = [null];
-  for (let index = 0; index < tokens.length - 1; index++) {
-    const next = outputs[index]?.next as NextOutput | undefined;
-    const logits = next?.logits ?? new Map<Token, number>();
-    const max = Math.max(...logits.values());
-    const logTotal = Math.log(next?.totalLogitWeight ?? 1);
-    const ranked = [...logits.entries()].sort((a, b) => b[1] - a[1]);
-    const actual = tokens[index + 1] as Token;
-    const out: Record<string, { logprob: number; rank: number; decoded_token: string }> = {};
-    const add = (token: Token, logit: number, rank: number) => {
-      out[String(token)] = { logprob: logit - max - logTotal, rank, decoded_token: model.detokenize([token], true) };
-    };
-    const actualRank = ranked.findIndex(([t]) => t === actual);
-    add(actual, logits.get(actual) ?? max, actualRank >= 0 ? actualRank + 1 : ranked.length + 1);
-    ranked.slice(0, top).forEach(([token, logit], rank) => add(token, logit, rank + 1));
-    result.push(out);
-  }
-  return result;
 }
 
 const emptyBiases = new WeakMap<LlamaModel, TokenBias>();

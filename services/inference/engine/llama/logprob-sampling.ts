@@ -16,6 +16,11 @@ import type { SamplingPlan } from "./sampling.js";
 export class RawLogitSampler {
   /** The engine's draw is exactly the requested distribution (temperature 1, nothing else). */
   readonly passThrough: boolean;
+  /**
+   * Greedy on the raw logits (temperature 0, nothing else): the engine's greedy draw is the token,
+   * and the top 1 besides (lm-eval's scoring asks for this; no pass over all logits in JS).
+   */
+  readonly greedy: boolean;
   private readonly grammar: GrammarCalls | null;
   private readonly rng: Prng;
 
@@ -33,17 +38,18 @@ export class RawLogitSampler {
       (s.topK ?? 0) <= 0 &&
       (s.topP ?? 1) >= 1 &&
       (s.minP ?? 0) <= 0 &&
-      s.frequencyPenalty === 0 &&
-      s.presencePenalty === 0 &&
-      (s.repetitionPenalty ?? 1) === 1 &&
-      Object.keys(request.logitBias).length === 0 &&
-      !sampling.hasBias();
+      rawLogits(request, sampling);
+    this.greedy = grammar === null && s.temperature <= 0 && rawLogits(request, sampling);
     this.grammar = grammar ? grammarCalls(model, new LlamaGrammarEvaluationState({ model, grammar })) : null;
     this.rng = new Prng(seed, "logprob-sampling");
   }
 
   /** What to ask the engine for at one step: raw logits (the top ones, or all when drawing here). */
   generateNext(wantTop: number, seed: number | undefined): object {
+    if (this.greedy) {
+      // The selected token is the arg-max; only a top k beyond it needs llama.cpp's sort.
+      return { token: true, logits: { filter: { tokens: [], includeTop: wantTop > 1 ? wantTop : 0, includeSelected: true } }, totalLogitWeight: true, options: { temperature: 0 } };
+    }
     return {
       token: true,
       logits: this.passThrough ? { filter: { tokens: [], includeTop: wantTop, includeSelected: true } } : true,
@@ -54,7 +60,7 @@ export class RawLogitSampler {
 
   /** The token to produce, given the engine's draw and the raw logits of this step. */
   choose(picked: Token, logits: ReadonlyMap<Token, number>, generated: readonly Token[], promptTokens: readonly Token[]): Token {
-    if (this.passThrough) return picked;
+    if (this.passThrough || this.greedy) return picked;
     const token = this.draw(logits, generated, promptTokens);
     // End tokens close the generation; llama.cpp does not feed them to the grammar either.
     if (this.grammar && !this.model.isEogToken(token)) this.grammar.accept(token);
@@ -116,4 +122,10 @@ export class RawLogitSampler {
     }
     return kept[kept.length - 1]!.token;
   }
+}
+
+/** Nothing changes the raw logits before the draw: no penalties, logit_bias or bans. */
+function rawLogits(request: GenerateRequest, sampling: SamplingPlan): boolean {
+  const s = request.sampling;
+  return s.frequencyPenalty === 0 && s.presencePenalty === 0 && (s.repetitionPenalty ?? 1) === 1 && Object.keys(request.logitBias).length === 0 && !sampling.hasBias();
 }

@@ -28,6 +28,10 @@ process.on("message", (message: GatewayToEngine) => {
     running.get(message.id)?.abort();
     return;
   }
+  if (message.type === "usage") {
+    send({ type: "usage", id: message.id, pools: engine.usage() });
+    return;
+  }
   if (message.type === "describe") {
     const { id, base } = message;
     engine.describe(base).then(
@@ -41,6 +45,14 @@ process.on("message", (message: GatewayToEngine) => {
     engine.render(request, contextSize).then(
       (prompt) => send({ type: "rendered", id: request.id, prompt }),
       (error: unknown) => send({ type: "failed", id: request.id, kind: error instanceof EngineRequestError ? error.kind : "internal", message: error instanceof Error ? error.message : String(error) }),
+    );
+    return;
+  }
+  if (message.type === "tokenizer") {
+    const { id, base, op } = message;
+    engine.tokenizer(base, op).then(
+      (answer) => send({ type: "tokenizerAnswer", id, answer }),
+      (error: unknown) => send({ type: "failed", id, kind: error instanceof EngineRequestError ? error.kind : "internal", message: error instanceof Error ? error.message : String(error) }),
     );
     return;
   }

@@ -46,6 +46,11 @@ export class RemoteEngine implements InferenceEngine {
     void this.checkHealth();
   }
 
+  /** Each replica's health and loaded adapters as routing last saw them (/metrics). */
+  replicaStates(): { url: string; up: boolean; adapters: number }[] {
+    return this.replicas.map((replica) => ({ url: replica.url, up: replica.up, adapters: replica.adapters.size }));
+  }
+
   async *generate(plan: Omit<GenerateRequest, "id">, signal: AbortSignal): AsyncGenerator<EngineEvent> {
     const id = randomUUID();
     const request: GenerateRequest = { ...plan, id };
