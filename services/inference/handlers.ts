@@ -1,15 +1,13 @@
 // Inference service: OpenAI-compatible chat completions and legacy completions on base models and
 // on registered models' checkpoints, unary and streamed, and the model listing that names them.
 // Each RPC hands its request to its endpoint: chat/, completions/, models/.
-import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import type { HandlerContext } from "@connectrpc/connect";
 import { ChatCompletionRequestSchema, CompletionRequestSchema, Inference } from "../../gen/srl/v1/inference_pb.js";
-import { defineHandlers, principalOf, sentJson } from "../core/rpc/index.js";
+import { defineHandlers, principalOf } from "../core/rpc/index.js";
+import { endpointCallOf } from "./endpoint-call-of.js";
 import type { BaseModelCatalog, Checkpoints, ModelRegistry } from "../models/index.js";
 import type { InferenceEngine } from "./engine/inference-engine.js";
 import { ChatCompletions } from "./chat/chat-completions.js";
 import { Completions } from "./completions/completions.js";
-import type { EndpointCall } from "./generation/endpoint-call.js";
 import type { RequestLimits } from "./generation/request-bounds.js";
 import type { ModelResolver } from "./generation/resolve-model.js";
 import { ServedModels } from "./models/served-models.js";
@@ -19,26 +17,18 @@ export function inferenceHandlers(deps: { engine: InferenceEngine; resolver: Mod
   const completions = new Completions(deps);
   const served = new ServedModels(deps);
 
-  /** What an endpoint reads of the call; the caller and the body as sent are read when it gets to them. */
-  const callOf = <Desc extends DescMessage>(context: HandlerContext, schema: Desc, request: MessageShape<Desc>): EndpointCall => ({
-    entity: () => principalOf(context).entity,
-    sent: () => sentJson(context, schema, request),
-    setHeader: (name, value) => context.responseHeader.set(name, value),
-    signal: context.signal,
-  });
-
   return defineHandlers(Inference, {
     async createChatCompletion(request, context) {
-      return chat.create(request, callOf(context, ChatCompletionRequestSchema, request));
+      return chat.create(request, endpointCallOf(context, ChatCompletionRequestSchema, request));
     },
     async *streamChatCompletion(request, context) {
-      yield* chat.stream(request, callOf(context, ChatCompletionRequestSchema, request));
+      yield* chat.stream(request, endpointCallOf(context, ChatCompletionRequestSchema, request));
     },
     async createCompletion(request, context) {
-      return completions.create(request, callOf(context, CompletionRequestSchema, request));
+      return completions.create(request, endpointCallOf(context, CompletionRequestSchema, request));
     },
     async *streamCompletion(request, context) {
-      yield* completions.stream(request, callOf(context, CompletionRequestSchema, request));
+      yield* completions.stream(request, endpointCallOf(context, CompletionRequestSchema, request));
     },
     async listServedModels(request, context) {
       return { object: "list", data: await served.list(principalOf(context).entity, request.includeSteps ?? false) };

@@ -30,10 +30,8 @@ export class EngineClient implements InferenceEngine {
   private readonly inflight = new Map<string, Inflight>();
   /** Pending describes: each resolves with the model's length, or null when there is no answer. */
   private readonly describing = new Map<string, { base: string; answer(maxModelLen: number | null): void }>();
-  /** Pending renders (prompts of remote engines). */
-  private readonly rendering = new Map<string, { base: string; resolve(prompt: RenderedPrompt): void; reject(error: ApiError): void }>();
-  /** Pending tokenizer calls (inference/tokenizer). */
-  private readonly tokenizing = new Map<string, { base: string; resolve(answer: TokenizerAnswer): void; reject(error: ApiError): void }>();
+  /** Pending questions answered by one message or a `failed` one: renders (prompts of remote engines) and tokenizer calls. */
+  private readonly asking = new Map<string, { base: string; resolve(answer: unknown): void; reject(error: ApiError): void }>();
   private stopping = false;
   private readonly crashes: CrashGuard;
   /** Pending usage questions (/metrics). */
@@ -109,27 +107,24 @@ export class EngineClient implements InferenceEngine {
   async render(request: Omit<GenerateRequest, "id">, contextSize: number): Promise<RenderedPrompt> {
     const refusal = this.crashes.refusal(request.base.name);
     if (refusal) throw refusal;
-    const id = randomUUID();
-    try {
-      await this.start();
-      const answer = new Promise<RenderedPrompt>((resolve, reject) => this.rendering.set(id, { base: request.base.name, resolve, reject }));
-      if (!this.send({ type: "render", request: { ...request, id }, contextSize })) throw unavailable("the inference engine stopped unexpectedly; retry the request");
-      return await answer;
-    } finally {
-      this.rendering.delete(id);
-    }
+    return this.ask<RenderedPrompt>(request.base.name, (id) => ({ type: "render", request: { ...request, id }, contextSize }));
   }
 
   /** vLLM's tokenizer calls on this base model's vocabulary (loaded without its weights). */
-  async tokenizer(base: BaseModelRef, op: TokenizerOp): Promise<TokenizerAnswer> {
+  tokenizer(base: BaseModelRef, op: TokenizerOp): Promise<TokenizerAnswer> {
+    return this.ask<TokenizerAnswer>(base.name, (id) => ({ type: "tokenizer", id, base, op }));
+  }
+
+  /** Sends the question `message(id)` and waits for its answer (the engine process answers each once). */
+  private async ask<Answer>(base: string, message: (id: string) => GatewayToEngine): Promise<Answer> {
     const id = randomUUID();
     try {
       await this.start();
-      const answer = new Promise<TokenizerAnswer>((resolve, reject) => this.tokenizing.set(id, { base: base.name, resolve, reject }));
-      if (!this.send({ type: "tokenizer", id, base, op })) throw unavailable("the inference engine stopped unexpectedly; retry the request");
+      const answer = new Promise<Answer>((resolve, reject) => this.asking.set(id, { base, resolve: resolve as (answer: unknown) => void, reject }));
+      if (!this.send(message(id))) throw unavailable("the inference engine stopped unexpectedly; retry the request");
       return await answer;
     } finally {
-      this.tokenizing.delete(id);
+      this.asking.delete(id);
     }
   }
 
@@ -186,12 +181,10 @@ export class EngineClient implements InferenceEngine {
           if (message.error !== null) this.log.warn("could not describe base model", { error: message.error });
           return this.describing.get(message.id)?.answer(message.maxModelLen);
         }
-        if (message.type === "rendered") return this.rendering.get(message.id)?.resolve(message.prompt);
-        if (message.type === "tokenizerAnswer") return this.tokenizing.get(message.id)?.resolve(message.answer);
-        const tokenizing = this.tokenizing.get(message.id);
-        if (tokenizing && message.type === "failed") return tokenizing.reject(engineError(message.kind, message.message));
-        const rendering = this.rendering.get(message.id);
-        if (rendering && message.type === "failed") return rendering.reject(engineError(message.kind, message.message));
+        if (message.type === "rendered") return this.asking.get(message.id)?.resolve(message.prompt);
+        if (message.type === "tokenizerAnswer") return this.asking.get(message.id)?.resolve(message.answer);
+        const asked = this.asking.get(message.id);
+        if (asked && message.type === "failed") return asked.reject(engineError(message.kind, message.message));
         const request = this.inflight.get(message.id);
         if (!request) return;
         if (message.type === "failed") request.fail(engineError(message.kind, message.message));
@@ -202,14 +195,13 @@ export class EngineClient implements InferenceEngine {
         this.child = undefined;
         this.ready = undefined;
         reject(unavailable("the inference engine did not start"));
-        const working = [...this.inflight.values(), ...this.describing.values(), ...this.rendering.values(), ...this.tokenizing.values()].map((work) => work.base);
+        const working = [...this.inflight.values(), ...this.describing.values(), ...this.asking.values()].map((work) => work.base);
         // Counted before anything is answered, so a request that retries at once sees the verdict.
         const refused = this.stopping ? new Map<string, ApiError>() : this.crashes.crashed(signal, working);
         const lost = (base: string) => refused.get(base) ?? unavailable("the inference engine stopped unexpectedly; retry the request");
         for (const describing of this.describing.values()) describing.answer(null);
         for (const answer of this.usageAsked.values()) answer([]);
-        for (const rendering of this.rendering.values()) rendering.reject(lost(rendering.base));
-        for (const tokenizing of this.tokenizing.values()) tokenizing.reject(lost(tokenizing.base));
+        for (const asked of this.asking.values()) asked.reject(lost(asked.base));
         if (this.stopping) return;
         instruments.engineExits.inc({ reason: signal ?? `exit code ${code ?? "unknown"}` });
         this.log.error("inference engine exited", { code, signal, inflight: this.inflight.size });

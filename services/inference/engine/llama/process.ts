@@ -44,7 +44,7 @@ process.on("message", (message: GatewayToEngine) => {
     const { request, contextSize } = message;
     engine.render(request, contextSize).then(
       (prompt) => send({ type: "rendered", id: request.id, prompt }),
-      (error: unknown) => send({ type: "failed", id: request.id, kind: error instanceof EngineRequestError ? error.kind : "internal", message: error instanceof Error ? error.message : String(error) }),
+      (error: unknown) => send(failed(request.id, error)),
     );
     return;
   }
@@ -52,7 +52,7 @@ process.on("message", (message: GatewayToEngine) => {
     const { id, base, op } = message;
     engine.tokenizer(base, op).then(
       (answer) => send({ type: "tokenizerAnswer", id, answer }),
-      (error: unknown) => send({ type: "failed", id, kind: error instanceof EngineRequestError ? error.kind : "internal", message: error instanceof Error ? error.message : String(error) }),
+      (error: unknown) => send(failed(id, error)),
     );
     return;
   }
@@ -61,12 +61,14 @@ process.on("message", (message: GatewayToEngine) => {
   running.set(request.id, abort);
   engine
     .generate(request, abort.signal, send)
-    .catch((error: unknown) => {
-      const kind = error instanceof EngineRequestError ? error.kind : "internal";
-      send({ type: "failed", id: request.id, kind, message: error instanceof Error ? error.message : String(error) });
-    })
+    .catch((error: unknown) => send(failed(request.id, error)))
     .finally(() => running.delete(request.id));
 });
+
+/** The answer to request `id` that failed: its kind (a request's own error, else internal) and why. */
+function failed(id: string, error: unknown): EngineToGateway {
+  return { type: "failed", id, kind: error instanceof EngineRequestError ? error.kind : "internal", message: error instanceof Error ? error.message : String(error) };
+}
 
 // The gateway went away: nothing left to serve.
 process.on("disconnect", () => process.exit(0));
