@@ -6,13 +6,14 @@ import type { Logger } from "../core/logger.js";
 import { connectDatabase, databaseHealth, type EmbeddedDatabase, publishDatabaseUri, startEmbeddedDatabase } from "../store/index.js";
 import { artifactsHandlers } from "../artifacts/index.js";
 import { eventsHandlers } from "../events/index.js";
+import { evaluationsHandlers } from "../evaluations/index.js";
 import { buildRemoteEngines, EngineClient, engineScrapeSource, EngineSet, inferenceHandlers, messagesHandlers, ModelResolver, responsesHandlers, tokenizerHandlers } from "../inference/index.js";
 import { modelsHandlers } from "../models/index.js";
 import { systemHandlers, systemScrapeSource } from "../system/index.js";
 import { addScrapeSource } from "../core/metrics/index.js";
 import { trainingHandlers } from "../training/index.js";
 import { TinkerApi, tinkerHandlers, TinkerHousekeeping, TokenSampler } from "../tinker/index.js";
-import { serveGateway, type ApiKeys } from "../gateway/index.js";
+import { apiKeysHandlers, serveGateway, type ApiKeys } from "../gateway/index.js";
 import { buildServices } from "./services.js";
 import { hfTokenizerRepos } from "./hf-tokenizers.js";
 
@@ -93,9 +94,11 @@ export async function startApp(config: Config, log: Logger): Promise<App> {
     inferenceHandlers({ engine, resolver, catalog, registry, checkpoints, limits }),
     messagesHandlers({ engine, resolver, limits }),
     responsesHandlers({ engine, resolver, limits, store: services.responses }),
+    evaluationsHandlers({ engine, resolver, limits, registry, checkpoints, store: services.evaluations }),
     tokenizerHandlers({ vocabulary: embeddedEngine, engine, resolver, catalog, limits, defaultModel: config.tokenizerDefaultModel }),
     modelsHandlers({ catalog, registry, checkpoints, runs, trajectoryLog, deletion, jobs, trainability }),
-    systemHandlers({ database, jobs, databaseHealth: () => databaseHealth(database, embedded) }),
+    systemHandlers({ database, jobs, databaseHealth: () => databaseHealth(database, embedded), operatorEntity: config.bootstrapEntity }),
+    apiKeysHandlers({ keys }),
     trainingHandlers({ artifacts, checkpoints, jobs, events, registry, trainability, artifactHttpsHosts: config.artifactHttpsHosts, maxJobsPerEntity: config.entityMaxJobs, onJobCreated: () => worker.wake() }),
     artifactsHandlers({ artifacts, blobs, bodyLimitBytes: config.bodyLimitBytes }),
     eventsHandlers({ events, ownedJobId: async (entity, id) => (await jobs.getOwned(entity, id))._id }),

@@ -5,6 +5,7 @@ import type { Db } from "mongodb";
 import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
 import { Artifacts } from "../artifacts/index.js";
+import { EvaluationStore } from "../evaluations/index.js";
 import { EventLog } from "../events/index.js";
 import { modelPath, StoredResponses } from "../inference/index.js";
 import { AdapterFiles, BaseModelCatalog, Checkpoints, ModelDeletion, ModelRegistry, Runs, Trainability, TrajectoryLog } from "../models/index.js";
@@ -35,7 +36,8 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   const adapters = new AdapterFiles(config.dataDir, checkpoints);
   const wandbRunStates = new WandbRunStates(db);
   const responses = new StoredResponses(db);
-  const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, artifacts, wandbRunStates });
+  const evaluations = new EvaluationStore(db);
+  const deletion = new ModelDeletion({ registry, checkpoints, runs, trajectoryLog, jobs, events, artifacts, wandbRunStates, dependents: [evaluations] });
   // The local trainer process starts on first use (a job, or a base-model check), not here.
   const local =
     config.trainerUrls.length > 0
@@ -92,7 +94,7 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
   // Every record that names blobs: asked by the collector what it holds (those with GridFS-era records moved off it once).
   const legacyBlobOwners = [artifacts, checkpoints, jobs, trajectoryLog, uploads];
   const blobOwners = [...legacyBlobOwners, futures, tinkerCheckpoints];
-  await ensureIndexes([keys, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates, uploads, tinkerSessions, tinkerRuns, futures, tinkerCheckpoints, responses]);
+  await ensureIndexes([keys, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, wandbRunStates, uploads, tinkerSessions, tinkerRuns, futures, tinkerCheckpoints, responses, evaluations]);
   await migrateLegacyBlobs(db, blobs, legacyBlobOwners, log.child({ component: "blobs" }));
   const blobCollector = new BlobCollector(blobs, blobOwners, config.blobGraceMs, log.child({ component: "blobs" }));
   const wandb = new WandbApi({
@@ -111,5 +113,5 @@ export async function buildServices(db: Db, config: Config, log: Logger) {
     costBudget: { capacity: config.wandbGraphqlEntityBudget, windowMs: config.wandbGraphqlBudgetWindowMs },
   });
   const tinker = { sessions: tinkerSessions, runs: tinkerRuns, futures, tinkerCheckpoints, commands: tinkerCommands, signer: await UrlSigner.open(db, "tinker-url-signing") };
-  return { keys, blobs, blobCollector, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb, tinker, responses };
+  return { keys, blobs, blobCollector, catalog, runs, checkpoints, registry, trajectoryLog, events, jobs, artifacts, adapters, deletion, worker, trainers, trainability, wandb, tinker, responses, evaluations };
 }

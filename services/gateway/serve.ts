@@ -3,6 +3,7 @@
 // console's files, REST through the transcoder, each request behind the error boundary. What it
 // serves (the services' handlers) is handed in by the composition root (services/app/server.ts).
 import type { DescService } from "@bufbuild/protobuf";
+import { Evaluations } from "../../gen/srl/v1/evaluations_pb.js";
 import { Inference } from "../../gen/srl/v1/inference_pb.js";
 import { Messages } from "../../gen/srl/v1/messages_pb.js";
 import { Responses } from "../../gen/srl/v1/responses_pb.js";
@@ -45,7 +46,7 @@ export interface Gateway {
 }
 
 /** Services that generate: their bodies are bounded by INFERENCE_BODY_LIMIT_BYTES. */
-const generationServices = new Set<DescService>([Inference, Messages, Responses]);
+const generationServices = new Set<DescService>([Inference, Messages, Responses, Evaluations]);
 
 export async function serveGateway({ handlers, keys, wandb, hfTokenizers, blobs, config, log }: GatewayOptions): Promise<Gateway> {
   const rate = () => new EntityRateLimit(config.entityRequestsPerSecond, config.entityRequestBurst);

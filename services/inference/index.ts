@@ -9,6 +9,9 @@ export { StoredResponses } from "./responses/stored-responses.js";
 // Anthropic's Messages API, a service of its own over the chat endpoint.
 export { messagesHandlers } from "./messages/handlers.js";
 export { ModelResolver, type ServeTarget } from "./generation/resolve-model.js";
+// The chat endpoint in-process, for services that generate on a caller's behalf (services/evaluations).
+export { ChatCompletions } from "./chat/chat-completions.js";
+export type { EndpointCall } from "./generation/endpoint-call.js";
 // vLLM's tokenizer endpoints, on the embedded engine's vocabularies.
 export { tokenizerHandlers } from "./tokenizer/handlers.js";
 

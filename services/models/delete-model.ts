@@ -11,6 +11,11 @@ import type { ModelRecord, ModelRegistry } from "./registry.js";
 import type { Runs } from "./runs.js";
 import type { TrajectoryLog } from "./trajectory-log.js";
 
+/** What another service keeps per model (a folder models cannot import): deleted with the model, before its row. */
+export interface ModelDependent {
+  deleteForModel(modelId: string): Promise<void>;
+}
+
 export class ModelDeletion {
   constructor(
     private readonly deps: {
@@ -23,6 +28,8 @@ export class ModelDeletion {
       artifacts: Artifacts;
       /** What other services keep per run (the W&B API's run record), deleted with the run. */
       wandbRunStates: { delete(runId: string): Promise<void> };
+      /** Further per-model records the composition root registers (services/app/services.ts). */
+      dependents?: readonly ModelDependent[];
     },
   ) {}
 
@@ -36,6 +43,7 @@ export class ModelDeletion {
     await artifacts.deleteForModel(model._id);
     const deletedRun = await runs.delete(model.run_id);
     await this.deps.wandbRunStates.delete(model.run_id);
+    for (const dependent of this.deps.dependents ?? []) await dependent.deleteForModel(model._id);
     await registry.remove(model._id);
     return { deletedCheckpoints, deletedRun };
   }

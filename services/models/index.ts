@@ -3,7 +3,7 @@
 export { AdapterFiles } from "./adapter-files.js";
 export { BaseModelCatalog, type BaseModelEntry } from "./catalog.js";
 export { type AdapterBytes, type CheckpointRecord, Checkpoints, GGUF_ADAPTER_FILE } from "./checkpoints.js";
-export { ModelDeletion } from "./delete-model.js";
+export { ModelDeletion, type ModelDependent } from "./delete-model.js";
 export { modelsHandlers } from "./handlers.js";
 export { type ModelRecord, ModelRegistry } from "./registry.js";
 export { type RunRecord, Runs } from "./runs.js";

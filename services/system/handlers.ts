@@ -4,16 +4,19 @@
 import { create } from "@bufbuild/protobuf";
 import { Models } from "../../gen/srl/v1/models_pb.js";
 import { SystemCheckResponseSchema, type CheckResult } from "../../gen/srl/v1/system_pb.js";
-import { unavailable } from "../core/errors.js";
+import { ApiError, unavailable } from "../core/errors.js";
 import { defineHandlers, principalOf } from "../core/rpc/index.js";
 import type { TrainingJobs } from "../jobs/index.js";
 import type { Database, DatabaseHealth } from "../store/index.js";
+import { readOperatorState } from "./operator-state.js";
 
 export interface SystemDeps {
   database: Database;
   jobs: TrainingJobs;
   /** The database's state as last seen (no round trip): /v1/health reports it. */
   databaseHealth: () => DatabaseHealth;
+  /** BOOTSTRAP_ENTITY: the entity whose keys may read the operator's state (as /metrics). */
+  operatorEntity: string;
 }
 
 export function systemHandlers(deps: SystemDeps) {
@@ -29,6 +32,15 @@ export function systemHandlers(deps: SystemDeps) {
     getCurrentEntity: (_request, context) => {
       const principal = principalOf(context);
       return { entity: principal.entity, keyPrefix: principal.keyPrefix };
+    },
+
+    getOperatorState: async (_request, context) => {
+      const principal = principalOf(context);
+      // Entity labels name tenants: the same rule as /metrics without METRICS_TOKEN.
+      if (principal.entity !== deps.operatorEntity) {
+        throw new ApiError("permission_denied", `the engines' and queues' state is the operator's: only API keys of entity "${deps.operatorEntity}" (BOOTSTRAP_ENTITY) may read it; this key is of "${principal.entity}"`);
+      }
+      return readOperatorState();
     },
 
     systemCheck: async () => {

@@ -45,12 +45,17 @@ describe("a model that crashes the engine twice in a row, with no other binary t
     expect((await complete(isolated, "tiny-chat")).status).toBe(200);
     const first = await complete(isolated, "crashy");
     expect(first.status).toBe(503);
-    expect(await first.json()).toMatchObject({ error: { message: "the inference engine stopped unexpectedly; retry the request" } });
+    // The first crash says what happened and what a second one does.
+    const warning = ((await first.json()) as { error: { message: string } }).error.message;
+    expect(warning).toContain("the inference engine crashed (SIGILL (illegal instruction)) while running base model crashy");
+    expect(warning).toContain("if crashy crashes the engine a second time in a row it is refused until the server restarts");
     const second = await complete(isolated, "crashy");
     expect(second.status).toBe(503);
     const refusal = ((await second.json()) as { error: { message: string } }).error.message;
     expect(refusal).toContain("model crashy crashed the inference engine twice in a row (SIGILL (illegal instruction))");
-    expect(refusal).toContain("its requests are refused until the service restarts");
+    expect(refusal).toContain("so it is refused until the server restarts: sending the request again will not help");
+    expect(refusal).toContain("For the server's operator: check that the model file is a valid GGUF");
+    expect(refusal).not.toMatch(/\bretry\b/);
     const started = await enginesStarted(isolated);
     // From now on the answer comes at once, from the gateway: no engine start, no crash.
     const began = Date.now();
@@ -82,7 +87,10 @@ describe("a local build that crashes twice in a row on a model, where the prebui
 
   it("moves the engine onto the prebuilt binary, which serves the model", async () => {
     expect((await complete(isolated, "crashy")).status).toBe(503);
-    expect((await complete(isolated, "crashy")).status).toBe(503);
+    const moved = await complete(isolated, "crashy");
+    expect(moved.status).toBe(503);
+    // Said to the client: what changed, and that sending it again now works.
+    expect(((await moved.json()) as { error: { message: string } }).error.message).toContain("it now runs on node-llama-cpp's prebuilt llama.cpp binary instead of the local build. Send the request again.");
     const served = await complete(isolated, "crashy");
     expect(served.status).toBe(200);
     expect((await complete(isolated, "tiny-chat")).status).toBe(200);

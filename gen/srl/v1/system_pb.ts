@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file srl/v1/system.proto.
  */
 export const file_srl_v1_system: GenFile = /*@__PURE__*/
-  fileDesc("ChNzcmwvdjEvc3lzdGVtLnByb3RvEgZzcmwudjEiDwoNSGVhbHRoUmVxdWVzdCJKCg5IZWFsdGhSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSKAoIZGF0YWJhc2UYAiABKAsyFi5zcmwudjEuRGF0YWJhc2VIZWFsdGgibQoORGF0YWJhc2VIZWFsdGgSDgoGc3RhdHVzGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFc2luY2UYAyABKAkSEAoIcmVzdGFydHMYBCABKAUSEgoFZXJyb3IYBSABKAlIAIgBAUIICgZfZXJyb3IiFAoSU3lzdGVtQ2hlY2tSZXF1ZXN0IoIBCgtDaGVja1Jlc3VsdBIPCgdzdWNjZXNzGAEgASgIEhAKCGR1cmF0aW9uGAIgASgBEg4KBmVycm9ycxgDIAMoCRITCgZxdWV1ZWQYBCABKAVIAIgBARIUCgdydW5uaW5nGAUgASgFSAGIAQFCCQoHX3F1ZXVlZEIKCghfcnVubmluZyKZAQoTU3lzdGVtQ2hlY2tSZXNwb25zZRILCgNhcGkYASABKAgSJQoIZGF0YWJhc2UYAiABKAsyEy5zcmwudjEuQ2hlY2tSZXN1bHQSJgoJY3B1X3F1ZXVlGAMgASgLMhMuc3JsLnYxLkNoZWNrUmVzdWx0EiYKCWdwdV9xdWV1ZRgEIAEoCzITLnNybC52MS5DaGVja1Jlc3VsdCIXChVMaXN0QmFzZU1vZGVsc1JlcXVlc3QiKAoWTGlzdEJhc2VNb2RlbHNSZXNwb25zZRIOCgZtb2RlbHMYASADKAkiHQobTGlzdEJhc2VNb2RlbERldGFpbHNSZXF1ZXN0Ip4CChBCYXNlTW9kZWxEZXRhaWxzEgwKBG5hbWUYASABKAkSHgoJdHJhaW5hYmxlGAIgASgIQgbK8xgCEAFIAIgBARIiCg10cmFpbmluZ19ub3RlGAMgASgJQgbK8xgCEAFIAYgBARIhCgxhcmNoaXRlY3R1cmUYBCABKAlCBsrzGAIQAUgCiAEBEh4KCXF1YW50aXplZBgFIAEoCEIGyvMYAhABSAOIAQESIwoOY29udGV4dF9sZW5ndGgYBiABKAVCBsrzGAIQAUgEiAEBQgwKCl90cmFpbmFibGVCEAoOX3RyYWluaW5nX25vdGVCDwoNX2FyY2hpdGVjdHVyZUIMCgpfcXVhbnRpemVkQhEKD19jb250ZXh0X2xlbmd0aCJWChxMaXN0QmFzZU1vZGVsRGV0YWlsc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRImCgRkYXRhGAIgAygLMhguc3JsLnYxLkJhc2VNb2RlbERldGFpbHNiBnByb3RvMw", [file_srl_v1_options]);
+  fileDesc("ChNzcmwvdjEvc3lzdGVtLnByb3RvEgZzcmwudjEiDwoNSGVhbHRoUmVxdWVzdCJKCg5IZWFsdGhSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSKAoIZGF0YWJhc2UYAiABKAsyFi5zcmwudjEuRGF0YWJhc2VIZWFsdGgibQoORGF0YWJhc2VIZWFsdGgSDgoGc3RhdHVzGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFc2luY2UYAyABKAkSEAoIcmVzdGFydHMYBCABKAUSEgoFZXJyb3IYBSABKAlIAIgBAUIICgZfZXJyb3IiFAoSU3lzdGVtQ2hlY2tSZXF1ZXN0IoIBCgtDaGVja1Jlc3VsdBIPCgdzdWNjZXNzGAEgASgIEhAKCGR1cmF0aW9uGAIgASgBEg4KBmVycm9ycxgDIAMoCRITCgZxdWV1ZWQYBCABKAVIAIgBARIUCgdydW5uaW5nGAUgASgFSAGIAQFCCQoHX3F1ZXVlZEIKCghfcnVubmluZyKZAQoTU3lzdGVtQ2hlY2tSZXNwb25zZRILCgNhcGkYASABKAgSJQoIZGF0YWJhc2UYAiABKAsyEy5zcmwudjEuQ2hlY2tSZXN1bHQSJgoJY3B1X3F1ZXVlGAMgASgLMhMuc3JsLnYxLkNoZWNrUmVzdWx0EiYKCWdwdV9xdWV1ZRgEIAEoCzITLnNybC52MS5DaGVja1Jlc3VsdCIXChVMaXN0QmFzZU1vZGVsc1JlcXVlc3QiKAoWTGlzdEJhc2VNb2RlbHNSZXNwb25zZRIOCgZtb2RlbHMYASADKAkiHQobTGlzdEJhc2VNb2RlbERldGFpbHNSZXF1ZXN0Ip4CChBCYXNlTW9kZWxEZXRhaWxzEgwKBG5hbWUYASABKAkSHgoJdHJhaW5hYmxlGAIgASgIQgbK8xgCEAFIAIgBARIiCg10cmFpbmluZ19ub3RlGAMgASgJQgbK8xgCEAFIAYgBARIhCgxhcmNoaXRlY3R1cmUYBCABKAlCBsrzGAIQAUgCiAEBEh4KCXF1YW50aXplZBgFIAEoCEIGyvMYAhABSAOIAQESIwoOY29udGV4dF9sZW5ndGgYBiABKAVCBsrzGAIQAUgEiAEBQgwKCl90cmFpbmFibGVCEAoOX3RyYWluaW5nX25vdGVCDwoNX2FyY2hpdGVjdHVyZUIMCgpfcXVhbnRpemVkQhEKD19jb250ZXh0X2xlbmd0aCJWChxMaXN0QmFzZU1vZGVsRGV0YWlsc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRImCgRkYXRhGAIgAygLMhguc3JsLnYxLkJhc2VNb2RlbERldGFpbHMiGQoXR2V0T3BlcmF0b3JTdGF0ZVJlcXVlc3QiOgoLRW5naW5lU3RhdGUSDgoGZW5naW5lGAEgASgJEg8KB3JlcGxpY2EYAiABKAkSCgoCdXAYAyABKAgi2wEKCU1vZGVsTG9hZBISCgptb2RlbF9uYW1lGAEgASgJEhgKEHJlcXVlc3RzX3J1bm5pbmcYAiABKAUSGAoQcmVxdWVzdHNfd2FpdGluZxgDIAEoBRIWCg5rdl9jYWNoZV91c2FnZRgEIAEoARIQCghjb250ZXh0cxgFIAEoBRIXCg9sb2FkZWRfYWRhcHRlcnMYBiABKAUSEAoIcmVwbGljYXMYByABKAUSGAoQc2VxdWVuY2VzX2luX3VzZRgIIAEoBRIXCg9zZXF1ZW5jZXNfdG90YWwYCSABKAUiqAEKCkVudGl0eUxvYWQSDgoGZW50aXR5GAEgASgJEhgKEHJlcXVlc3RzX3J1bm5pbmcYAiABKAUSGAoQcmVxdWVzdHNfd2FpdGluZxgDIAEoBRITCgtqb2JzX3F1ZXVlZBgEIAEoBRIUCgxqb2JzX3J1bm5pbmcYBSABKAUSFgoOam9ic19zdWNjZWVkZWQYBiABKAUSEwoLam9ic19mYWlsZWQYByABKAUirwIKDU9wZXJhdG9yU3RhdGUSDwoHcmVhZF9hdBgBIAEoCRITCgtkYXRhYmFzZV91cBgCIAEoCBIqChVkYXRhYmFzZV9waW5nX3NlY29uZHMYAyABKAFCBsrzGAIQAUgAiAEBEiQKB2VuZ2luZXMYBCADKAsyEy5zcmwudjEuRW5naW5lU3RhdGUSIQoGbW9kZWxzGAUgAygLMhEuc3JsLnYxLk1vZGVsTG9hZBIkCghlbnRpdGllcxgGIAMoCzISLnNybC52MS5FbnRpdHlMb2FkEhUKDWVuZ2luZV9zdGFydHMYByABKAUSFAoMZW5naW5lX2V4aXRzGAggASgFEhYKDnJlZnVzZWRfbW9kZWxzGAkgASgFQhgKFl9kYXRhYmFzZV9waW5nX3NlY29uZHNiBnByb3RvMw", [file_srl_v1_options]);
 
 /**
  * Request of Health.
@@ -324,4 +324,223 @@ export type ListBaseModelDetailsResponse = Message<"srl.v1.ListBaseModelDetailsR
  */
 export const ListBaseModelDetailsResponseSchema: GenMessage<ListBaseModelDetailsResponse> = /*@__PURE__*/
   messageDesc(file_srl_v1_system, 10);
+
+/**
+ * Request of GetOperatorState.
+ *
+ * @generated from message srl.v1.GetOperatorStateRequest
+ */
+export type GetOperatorStateRequest = Message<"srl.v1.GetOperatorStateRequest"> & {
+};
+
+/**
+ * Describes the message srl.v1.GetOperatorStateRequest.
+ * Use `create(GetOperatorStateRequestSchema)` to create a new message.
+ */
+export const GetOperatorStateRequestSchema: GenMessage<GetOperatorStateRequest> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 11);
+
+/**
+ * One engine (the embedded llama.cpp process, or one remote replica).
+ *
+ * @generated from message srl.v1.EngineState
+ */
+export type EngineState = Message<"srl.v1.EngineState"> & {
+  /**
+   * `embedded`, or the remote engine's kind.
+   *
+   * @generated from field: string engine = 1;
+   */
+  engine: string;
+
+  /**
+   * The replica's address ("" for the embedded engine).
+   *
+   * @generated from field: string replica = 2;
+   */
+  replica: string;
+
+  /**
+   * @generated from field: bool up = 3;
+   */
+  up: boolean;
+};
+
+/**
+ * Describes the message srl.v1.EngineState.
+ * Use `create(EngineStateSchema)` to create a new message.
+ */
+export const EngineStateSchema: GenMessage<EngineState> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 12);
+
+/**
+ * What one base model's engines hold and run.
+ *
+ * @generated from message srl.v1.ModelLoad
+ */
+export type ModelLoad = Message<"srl.v1.ModelLoad"> & {
+  /**
+   * @generated from field: string model_name = 1;
+   */
+  modelName: string;
+
+  /**
+   * @generated from field: int32 requests_running = 2;
+   */
+  requestsRunning: number;
+
+  /**
+   * @generated from field: int32 requests_waiting = 3;
+   */
+  requestsWaiting: number;
+
+  /**
+   * Fraction of the loaded contexts' KV cells in use (0-1).
+   *
+   * @generated from field: double kv_cache_usage = 4;
+   */
+  kvCacheUsage: number;
+
+  /**
+   * @generated from field: int32 contexts = 5;
+   */
+  contexts: number;
+
+  /**
+   * @generated from field: int32 loaded_adapters = 6;
+   */
+  loadedAdapters: number;
+
+  /**
+   * @generated from field: int32 replicas = 7;
+   */
+  replicas: number;
+
+  /**
+   * @generated from field: int32 sequences_in_use = 8;
+   */
+  sequencesInUse: number;
+
+  /**
+   * @generated from field: int32 sequences_total = 9;
+   */
+  sequencesTotal: number;
+};
+
+/**
+ * Describes the message srl.v1.ModelLoad.
+ * Use `create(ModelLoadSchema)` to create a new message.
+ */
+export const ModelLoadSchema: GenMessage<ModelLoad> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 13);
+
+/**
+ * One entity's share of the load.
+ *
+ * @generated from message srl.v1.EntityLoad
+ */
+export type EntityLoad = Message<"srl.v1.EntityLoad"> & {
+  /**
+   * @generated from field: string entity = 1;
+   */
+  entity: string;
+
+  /**
+   * @generated from field: int32 requests_running = 2;
+   */
+  requestsRunning: number;
+
+  /**
+   * @generated from field: int32 requests_waiting = 3;
+   */
+  requestsWaiting: number;
+
+  /**
+   * @generated from field: int32 jobs_queued = 4;
+   */
+  jobsQueued: number;
+
+  /**
+   * @generated from field: int32 jobs_running = 5;
+   */
+  jobsRunning: number;
+
+  /**
+   * @generated from field: int32 jobs_succeeded = 6;
+   */
+  jobsSucceeded: number;
+
+  /**
+   * @generated from field: int32 jobs_failed = 7;
+   */
+  jobsFailed: number;
+};
+
+/**
+ * Describes the message srl.v1.EntityLoad.
+ * Use `create(EntityLoadSchema)` to create a new message.
+ */
+export const EntityLoadSchema: GenMessage<EntityLoad> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 14);
+
+/**
+ * The deployment's engines and queues.
+ *
+ * @generated from message srl.v1.OperatorState
+ */
+export type OperatorState = Message<"srl.v1.OperatorState"> & {
+  /**
+   * ISO 8601 time it was read.
+   *
+   * @generated from field: string read_at = 1;
+   */
+  readAt: string;
+
+  /**
+   * @generated from field: bool database_up = 2;
+   */
+  databaseUp: boolean;
+
+  /**
+   * @generated from field: optional double database_ping_seconds = 3;
+   */
+  databasePingSeconds?: number | undefined;
+
+  /**
+   * @generated from field: repeated srl.v1.EngineState engines = 4;
+   */
+  engines: EngineState[];
+
+  /**
+   * @generated from field: repeated srl.v1.ModelLoad models = 5;
+   */
+  models: ModelLoad[];
+
+  /**
+   * @generated from field: repeated srl.v1.EntityLoad entities = 6;
+   */
+  entities: EntityLoad[];
+
+  /**
+   * @generated from field: int32 engine_starts = 7;
+   */
+  engineStarts: number;
+
+  /**
+   * @generated from field: int32 engine_exits = 8;
+   */
+  engineExits: number;
+
+  /**
+   * @generated from field: int32 refused_models = 9;
+   */
+  refusedModels: number;
+};
+
+/**
+ * Describes the message srl.v1.OperatorState.
+ * Use `create(OperatorStateSchema)` to create a new message.
+ */
+export const OperatorStateSchema: GenMessage<OperatorState> = /*@__PURE__*/
+  messageDesc(file_srl_v1_system, 15);
 

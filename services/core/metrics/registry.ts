@@ -15,8 +15,13 @@ export function addScrapeSource(source: ScrapeSource): void {
   sources.push(source);
 }
 
+/** Runs every source (a failing one leaves its gauges as they were). */
+export async function refreshSources(): Promise<void> {
+  await Promise.all(sources.map((source) => source().catch(() => undefined)));
+}
+
 /** The exposition text (format 0.0.4), after every source has refreshed its gauges. */
 export async function scrape(): Promise<{ contentType: string; body: string }> {
-  await Promise.all(sources.map((source) => source().catch(() => undefined)));
+  await refreshSources();
   return { contentType: registry.contentType, body: await registry.metrics() };
 }

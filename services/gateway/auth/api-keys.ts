@@ -15,6 +15,8 @@ export interface ApiKeyRecord {
   entity: string;
   created_at: Date;
   revoked_at: Date | null;
+  /** What the key is for, as its creator said (keys made by the CLI have none). */
+  label?: string;
 }
 
 const KEY_PREFIX = "srl_";
@@ -47,7 +49,7 @@ export class ApiKeys {
     await this.keys.createIndex({ entity: 1 });
   }
 
-  async create(entity: string): Promise<{ key: string; record: ApiKeyRecord }> {
+  async create(entity: string, label?: string): Promise<{ key: string; record: ApiKeyRecord }> {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(entity)) {
       throw new Error(`entity "${entity}" must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`);
     }
@@ -58,6 +60,7 @@ export class ApiKeys {
       entity,
       created_at: new Date(),
       revoked_at: null,
+      ...(label ? { label } : {}),
     };
     await this.keys.insertOne(record);
     return { key, record };
@@ -65,6 +68,21 @@ export class ApiKeys {
 
   async list(): Promise<ApiKeyRecord[]> {
     return this.keys.find({}).sort({ created_at: 1 }).toArray();
+  }
+
+  /** One entity's keys, oldest first. */
+  async listOf(entity: string): Promise<ApiKeyRecord[]> {
+    return this.keys.find({ entity }).sort({ created_at: 1 }).toArray();
+  }
+
+  async countActiveOf(entity: string): Promise<number> {
+    return this.keys.countDocuments({ entity, revoked_at: null });
+  }
+
+  /** Revokes one of `entity`'s keys by prefix; null when the entity has no key of that prefix. */
+  async revokeOf(entity: string, prefix: string): Promise<ApiKeyRecord | null> {
+    await this.keys.updateOne({ entity, prefix, revoked_at: null }, { $set: { revoked_at: new Date() } });
+    return this.keys.findOne({ entity, prefix });
   }
 
   async count(): Promise<number> {

@@ -45,7 +45,7 @@ async function main(argv: string[]): Promise<number> {
     } else if (command === "list") {
       for (const record of await keys.list()) {
         const state = record.revoked_at ? `revoked ${record.revoked_at.toISOString()}` : "active";
-        process.stdout.write(`${record.prefix}\t${record.entity}\t${record.created_at.toISOString()}\t${state}\n`);
+        process.stdout.write(`${record.prefix}\t${record.entity}\t${record.created_at.toISOString()}\t${state}${record.label ? `\t${record.label}` : ""}\n`);
       }
     } else {
       const record = await keys.revoke(argument as string);

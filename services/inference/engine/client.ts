@@ -197,8 +197,8 @@ export class EngineClient implements InferenceEngine {
         reject(unavailable("the inference engine did not start"));
         const working = [...this.inflight.values(), ...this.describing.values(), ...this.asking.values()].map((work) => work.base);
         // Counted before anything is answered, so a request that retries at once sees the verdict.
-        const refused = this.stopping ? new Map<string, ApiError>() : this.crashes.crashed(signal, working);
-        const lost = (base: string) => refused.get(base) ?? unavailable("the inference engine stopped unexpectedly; retry the request");
+        const crashErrors = this.stopping ? new Map<string, ApiError>() : this.crashes.crashed(signal, working);
+        const lost = (base: string) => crashErrors.get(base) ?? unavailable("the inference engine stopped unexpectedly; retry the request");
         for (const describing of this.describing.values()) describing.answer(null);
         for (const answer of this.usageAsked.values()) answer([]);
         for (const asked of this.asking.values()) asked.reject(lost(asked.base));

@@ -48,19 +48,22 @@ export class CrashGuard {
   }
 
   /**
-   * The engine died with `signal` while these base models had work in it. Returns the models now
-   * refused, with their error (for the requests that were in flight too).
+   * The engine died with `signal` while these base models had work in it. Returns, by model, the
+   * error its requests in flight get: what happened and what to do (send it again, or it is now
+   * refused). Empty for a death that is not a native crash (a kill, an abort).
    */
   crashed(signal: NodeJS.Signals | null, working: string[]): Map<string, ApiError> {
-    const refusedNow = new Map<string, ApiError>();
-    if (signal === null || !NATIVE_CRASH_SIGNALS.has(signal)) return refusedNow;
+    const errorOf = new Map<string, ApiError>();
+    if (signal === null || !NATIVE_CRASH_SIGNALS.has(signal)) return errorOf;
     const repeated: string[] = [];
     for (const base of new Set(working)) {
       const count = (this.inARow.get(base) ?? 0) + 1;
       this.inARow.set(base, count);
       if (count >= CRASHES_IN_A_ROW) repeated.push(base);
+      // Said before it happens: one more crash of this model refuses it.
+      else errorOf.set(base, new ApiError("unavailable", `the inference engine crashed (${describeSignal(signal)}) while running base model ${base}; it restarts with the next request. Sending this request again is safe, but if ${base} crashes the engine a second time in a row it is refused until the server restarts.`));
     }
-    if (repeated.length === 0) return refusedNow;
+    if (repeated.length === 0) return errorOf;
     if (this.fallbackLeft) {
       this.fallbackLeft = false;
       this.binary = "prebuilt";
@@ -70,17 +73,18 @@ export class CrashGuard {
         signal: describeSignal(signal),
         build: this.report.addon?.path ?? null,
       });
-      return refusedNow;
+      for (const base of repeated) errorOf.set(base, new ApiError("unavailable", `the inference engine crashed twice in a row (${describeSignal(signal)}) while running base model ${base}; it now runs on node-llama-cpp's prebuilt llama.cpp binary instead of the local build. Send the request again.`));
+      return errorOf;
     }
     for (const base of repeated) {
       // 503 with the cause: a 500's message is hidden from clients, and this one says what to do.
       const error = new ApiError("unavailable", this.message(base, signal));
       this.refused.set(base, error);
       this.inARow.delete(base);
-      refusedNow.set(base, error);
+      errorOf.set(base, error);
       this.log.error("model refused: it crashed the inference engine twice in a row", { model: base, signal: describeSignal(signal), binary: this.binaryLabel() });
     }
-    return refusedNow;
+    return errorOf;
   }
 
   private binaryLabel(): string {
@@ -92,8 +96,9 @@ export class CrashGuard {
   private message(base: string, signal: NodeJS.Signals): string {
     const remedy =
       this.binary === "prebuilt"
-        ? "Check that the model file is a valid GGUF this llama.cpp supports"
-        : "Rebuild and re-check llama.cpp with `bash scripts/install.sh` (a build this CPU cannot run is replaced), or set ENGINE_BINARY=prebuilt";
-    return `model ${base} crashed the inference engine twice in a row (${describeSignal(signal)}) on ${this.binaryLabel()}; its requests are refused until the service restarts, other models are served. ${remedy}.`;
+        ? "check that the model file is a valid GGUF this llama.cpp supports"
+        : "rebuild and re-check llama.cpp with `bash scripts/install.sh` (a build this CPU cannot run is replaced), or set ENGINE_BINARY=prebuilt";
+    // Read by people in the console and by clients that would retry a 503: it says retrying will not help.
+    return `base model ${base} crashed the inference engine twice in a row (${describeSignal(signal)}) on ${this.binaryLabel()}, so it is refused until the server restarts: sending the request again will not help. Other models are served meanwhile. For the server's operator: ${remedy}, then restart the server.`;
   }
 }
