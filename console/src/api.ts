@@ -2,8 +2,10 @@
 // never in URLs) goes in the Authorization header.
 import { createClient, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import { Evaluations } from "../../gen/srl/v1/evaluations_pb.js";
 import { Events } from "../../gen/srl/v1/events_pb.js";
 import { Inference } from "../../gen/srl/v1/inference_pb.js";
+import { ApiKeys } from "../../gen/srl/v1/keys_pb.js";
 import { Models } from "../../gen/srl/v1/models_pb.js";
 import { Training } from "../../gen/srl/v1/training_pb.js";
 
@@ -27,6 +29,8 @@ export const models = createClient(Models, transport);
 export const training = createClient(Training, transport);
 export const events = createClient(Events, transport);
 export const inference = createClient(Inference, transport);
+export const evaluations = createClient(Evaluations, transport);
+export const apiKeys = createClient(ApiKeys, transport);
 
 /** A message a person can read, from any error the API gives. */
 export function readable(error: unknown): string {

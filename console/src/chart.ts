@@ -1,10 +1,11 @@
-// Run curves: a panel per metric (each with its own y scale), a shared smoothing control, and a
-// cursor linked across the page's panels. Drawn with uPlot: about 50 kB, canvas-based and made for
+// Run curves: a panel per metric (each with its own y scale), grouped by the metric's prefix
+// (validation, training, ...), a shared smoothing control, and a cursor linked across the page's panels. Drawn with uPlot: about 50 kB, canvas-based and made for
 // exactly this (many numeric series over a shared x), fast enough to redraw live as points arrive;
 // the bigger charting libraries buy nothing here but weight.
 import "uplot/dist/uPlot.min.css";
 import "./charts.css";
 import { h } from "./dom.js";
+import { PanelGroups } from "./charts/groups.js";
 import { isKeyMetric, orderMetricNames } from "./charts/order.js";
 import { MetricPanel, type RunSeries } from "./charts/panel.js";
 
@@ -21,10 +22,10 @@ function savedSmoothing(): number {
 
 export class RunCharts {
   readonly element: HTMLElement;
-  private readonly grid: HTMLElement;
+  private readonly grid: PanelGroups;
   /** The other metrics' panels, folded until asked for (a run logs a dozen counters and timings). */
   private readonly more: HTMLDetailsElement;
-  private readonly moreGrid: HTMLElement;
+  private readonly moreGrid: PanelGroups;
   private readonly moreSummary: HTMLElement;
   private readonly toolbar: HTMLElement;
   private readonly empty: HTMLElement;
@@ -49,13 +50,13 @@ export class RunCharts {
       h("label", { class: "smoothing", title: "Exponential moving average, as in W&B and TensorBoard; the raw values stay drawn faint" }, "Smoothing ", slider, shown),
       h("span", { class: "muted hint" }, "Drag to zoom, double-click to reset."),
     );
-    this.grid = h("div", { class: "chart-grid" });
-    this.moreGrid = h("div", { class: "chart-grid" });
+    this.grid = new PanelGroups();
+    this.moreGrid = new PanelGroups();
     this.moreSummary = h("summary", {}, "More metrics");
-    this.more = h("details", { class: "more-metrics" }, this.moreSummary, this.moreGrid);
+    this.more = h("details", { class: "more-metrics" }, this.moreSummary, this.moreGrid.element);
     this.more.open = localStorage.getItem(MORE_OPEN_KEY) === "open";
     this.more.addEventListener("toggle", () => localStorage.setItem(MORE_OPEN_KEY, this.more.open ? "open" : "closed"));
-    this.element = h("div", { class: "run-charts" }, this.toolbar, this.grid, this.more, this.empty);
+    this.element = h("div", { class: "run-charts" }, this.toolbar, this.grid.element, this.more, this.empty);
     this.update(new Map());
   }
 
@@ -78,21 +79,22 @@ export class RunCharts {
     this.moreSummary.textContent = `More metrics (${rest.length})`;
     const none = names.length === 0;
     this.toolbar.hidden = none;
-    this.grid.hidden = none;
+    this.grid.element.hidden = none;
     this.empty.hidden = !none;
   }
 
-  private place(names: readonly string[], grid: HTMLElement, metrics: ReadonlyMap<string, readonly RunSeries[]>): void {
-    names.forEach((name, index) => {
+  private place(names: readonly string[], groups: PanelGroups, metrics: ReadonlyMap<string, readonly RunSeries[]>): void {
+    const panels = names.map((name) => {
       let panel = this.panels.get(name);
       if (!panel) {
         panel = new MetricPanel(name, this.syncKey, this.smoothing);
         this.panels.set(name, panel);
       }
-      // In order, moving a node only when it is out of place (moving redraws nothing, but costs layout).
-      if (grid.children[index] !== panel.element) grid.insertBefore(panel.element, grid.children[index] ?? null);
-      panel.setRuns(metrics.get(name) ?? []);
+      return panel;
     });
+    // Placed before their data: a new panel sizes its chart to the grid cell it is in.
+    groups.place(panels);
+    for (const panel of panels) panel.setRuns(metrics.get(panel.metric) ?? []);
   }
 
   destroy(): void {

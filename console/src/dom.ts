@@ -1,4 +1,6 @@
 // A tiny element builder: text is always set as text (never parsed as HTML).
+import { nextStep } from "./next-step.js";
+
 type Child = Node | string | number | null | undefined | false;
 
 export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<string, string | ((event: Event) => void)> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
@@ -19,10 +21,20 @@ export function show(view: Node): void {
   app.replaceChildren(view);
 }
 
-export function showError(message: string | null): void {
+/**
+ * The page's error banner: `message` (null hides it), then, when `cause` (the error the API gave)
+ * has a common code, what to do next: sign in again, go back, retry in a moment.
+ */
+export function showError(message: string | null, cause?: unknown): void {
   const box = document.getElementById("error") as HTMLElement;
   box.hidden = message === null;
-  box.textContent = message ?? "";
+  if (message === null) {
+    box.replaceChildren();
+    return;
+  }
+  box.replaceChildren(h("span", { class: "error-message" }, message));
+  const next = nextStep(cause);
+  if (next) box.append(" ", next);
 }
 
 export function statusBadge(status: string): HTMLElement {

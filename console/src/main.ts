@@ -1,14 +1,18 @@
 // The console: hash routes over the views; signs in first when no API key is kept in this tab.
 // A route is `#/path?query`; leaving a view aborts its signal (streams and timers stop).
-import { apiKey, models } from "./api.js";
+import { apiKey, models, readable } from "./api.js";
 import { h, show, showError } from "./dom.js";
 import type { ViewContext } from "./view.js";
 import { compareView } from "./views/compare.js";
+import { evaluateView } from "./views/evaluate.js";
 import { jobView } from "./views/job.js";
+import { keysView } from "./views/keys.js";
 import { modelView } from "./views/model.js";
 import { modelsView } from "./views/models.js";
+import { operatorView } from "./views/operator.js";
 import { playgroundView } from "./views/playground.js";
 import { signInView } from "./views/sign-in.js";
+import { trainView } from "./views/train.js";
 import { trajectoriesView } from "./views/trajectories.js";
 
 type Render = (context: ViewContext, ...params: string[]) => Promise<HTMLElement> | HTMLElement;
@@ -17,9 +21,13 @@ const ROUTES: [RegExp, Render][] = [
   [/^\/$/, (context) => modelsView(context)],
   [/^\/models\/([^/]+)$/, (context, id) => modelView(id as string, context)],
   [/^\/models\/([^/]+)\/trajectories$/, (context, id) => trajectoriesView(id as string, context)],
+  [/^\/models\/([^/]+)\/train$/, (context, id) => trainView(id as string, context)],
+  [/^\/models\/([^/]+)\/evaluate$/, (context, id) => evaluateView(id as string, context)],
   [/^\/jobs\/([^/]+)$/, (context, id) => jobView(id as string, context)],
   [/^\/compare$/, (context) => compareView(context)],
   [/^\/playground$/, (context) => playgroundView(context)],
+  [/^\/keys$/, (context) => keysView(context)],
+  [/^\/operator$/, (context) => operatorView(context)],
 ];
 
 let leave = new AbortController();
@@ -31,12 +39,15 @@ async function route(): Promise<void> {
   showError(null);
   const who = document.getElementById("who") as HTMLElement;
   if (!apiKey.get()) {
-    who.replaceChildren();
+    who.replaceChildren(h("span", { class: "who-name signed-out" }, "not signed in"));
     show(signInView(() => void route()));
     return;
   }
-  void models.getCurrentEntity({}).then((entity) =>
-    who.replaceChildren(`signed in as ${entity.entity} `, h("button", { class: "secondary", onclick: () => (apiKey.clear(), void route()) }, "Sign out")),
+  void models.getCurrentEntity({}).then(
+    (entity) => who.replaceChildren(h("span", { class: "who-name", title: entity.entity }, `signed in as ${entity.entity}`), h("button", { class: "secondary", onclick: () => (apiKey.clear(), void route()) }, "Sign out")),
+    (error: unknown) => {
+      if (!current.signal.aborted) showError(readable(error), error);
+    },
   );
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path = "/", search = ""] = hash.split("?", 2);

@@ -33,7 +33,7 @@ export async function keepLoaded(context: ViewContext, ms: number, load: () => P
     } catch (error) {
       if (context.signal.aborted) return;
       failed = true;
-      showError(readable(error));
+      showError(readable(error), error);
     }
   };
   await refresh();

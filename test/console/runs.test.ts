@@ -122,6 +122,12 @@ describe("run views", () => {
     expect(legend).toContain("alpha");
     expect(legend).toContain("beta");
     await page.waitForSelector(`${panel("train/loss")}[data-runs="2"]`);
+    // Each run its own marker shape (in the legend and the list of runs), panels grouped by family.
+    expect(await attribute(panel("val/reward"), "data-marker-shapes")).toBe("circle square");
+    expect(await page.locator(`${panel("val/reward")} .u-legend .marker-icon`).evaluateAll((icons) => icons.map((icon) => icon.getAttribute("data-shape")))).toEqual(["circle", "square"]);
+    expect(await page.locator(".run-keys .marker-icon").count()).toBe(2);
+    expect(await page.locator(`.panel-group[data-group="val"] ${panel("val/reward")}`).count()).toBe(1);
+    expect(await page.locator(`.panel-group[data-group="train"] ${panel("train/loss")}`).count()).toBe(1);
     expect(await page.getAttribute(`.run-keys li[data-model-id="${alpha.id}"] a`, "href")).toBe(`#/models/${alpha.id}`);
     expect(await page.getAttribute(`.run-keys li[data-model-id="${beta.id}"] a`, "href")).toBe(`#/models/${beta.id}`);
     await screenshotBoth(page, "compare", () => page.waitForSelector(`${panel("val/reward")} canvas`).then(() => undefined));

@@ -76,7 +76,7 @@ afterAll(async () => {
 });
 
 const groupOrder = () => page.locator(".group-card").evaluateAll((cards) => cards.map((c) => Number(c.getAttribute("data-group"))));
-const rewards = () => page.locator(".trajectory-row").evaluateAll((rows) => rows.map((r) => Number(r.querySelector(".reward-pill")?.textContent)));
+const rewards = () => page.locator(".trajectory-row").evaluateAll((rows) => rows.map((r) => Number(r.querySelector(".reward-pill")?.getAttribute("data-reward"))));
 
 describe("trajectory browser", () => {
   it("lists the batches newest first, the training job's input among them", async () => {

@@ -44,3 +44,33 @@ export async function screenshotBoth(page: Page, name: string, ready?: () => Pro
   await page.screenshot({ path: join(screenshotDir, `${name}-420.png`), fullPage: true });
   await page.setViewportSize(DESKTOP);
 }
+
+/**
+ * Collects what the page reports as errors (console.error, uncaught exceptions, failed requests
+ * other than those `expected` matches): a view that works leaves this empty.
+ */
+export function consoleErrors(page: Page, expected: RegExp[] = []): string[] {
+  const errors: string[] = [];
+  const keep = (text: string) => {
+    if (!expected.some((pattern) => pattern.test(text))) errors.push(text);
+  };
+  page.on("console", (message) => {
+    if (message.type() === "error") keep(`console: ${message.text()} (${message.location().url})`);
+  });
+  page.on("pageerror", (error) => keep(`page: ${error.message}`));
+  return errors;
+}
+
+/**
+ * Presses Tab until the focused element matches `selector` (any Playwright selector; none when it
+ * already does): how a keyboard user gets there; throws, naming where focus is, when `max` presses never reach it.
+ */
+export async function tabTo(page: Page, selector: string, max = 60): Promise<void> {
+  const focused = async () => (await page.locator(selector).and(page.locator(":focus")).count()) > 0;
+  for (let i = 0; i < max; i++) {
+    if (await focused()) return;
+    await page.keyboard.press("Tab");
+  }
+  if (await focused()) return;
+  throw new Error(`Tab never reached ${selector} (focus is on ${await page.evaluate<string>("document.activeElement?.outerHTML.slice(0, 120) ?? 'nothing'")})`);
+}

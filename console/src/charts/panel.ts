@@ -4,6 +4,7 @@
 import uPlot from "uplot";
 import { h } from "../dom.js";
 import { formatNumber } from "../format.js";
+import { lineDash, markerIcon, markerPaths, markersFit, markerShape } from "./markers.js";
 import { faint, seriesColor } from "./palette.js";
 import { smooth } from "./smoothing.js";
 import { axisWidth, STEP_INCREMENTS, tickLabel } from "./ticks.js";
@@ -23,22 +24,33 @@ const AXIS = { stroke: "#69707d", grid: { stroke: "#eef0f4", width: 1 }, ticks: 
 const LOG_DISTRIBUTION = 3 as uPlot.Scale.Distr;
 const LINEAR_DISTRIBUTION = 1 as uPlot.Scale.Distr;
 
-function heightFor(width: number): number {
+/** A panel whose runs have one point each is drawn short: there is no curve to read yet. */
+function heightFor(width: number, single: boolean): number {
+  if (single) return 140;
   return width < 420 ? 190 : 220;
 }
 
 /**
- * A step range that never goes below step 0; a single step gets one step of room either side (uPlot
- * would pad it to 0..10, a misleading axis for step 5).
+ * The step axis: a single step sits in the middle with half a step either side (one tick, its own;
+ * uPlot would pad it to 0..10, a misleading axis for step 5), more steps get a little room at the
+ * ends so the first and last markers are not cut by the frame. Ticks fall on whole steps only.
  */
 function stepRange(chart: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
   const steps = chart.data?.[0];
   if (steps?.length === 1) {
     const only = steps[0] as number;
-    return [Math.max(0, only - 1), only + 1];
+    return [only - 0.5, only + 0.5];
   }
   if (min === null || max === null) return [0, 1];
-  return [min, max];
+  if (min === max) return [min - 0.5, max + 0.5];
+  const pad = (max - min) * 0.03;
+  return [min - pad, max + pad];
+}
+
+/** A whole step's tick label; none for a fraction (zoomed in between two steps) and no "-0". */
+function stepLabel(split: number): string {
+  if (!Number.isInteger(split)) return "";
+  return formatNumber(split === 0 ? 0 : split);
 }
 
 /** A value range for the linear y scale: uPlot's, except that a flat series is not padded to 0..100. */
@@ -76,6 +88,10 @@ export class MetricPanel {
   private shape = "";
   private dataSignature = "";
   private log = false;
+  /** Every run has at most one point: a short panel, the value written out. */
+  private single = false;
+  /** Per series index: whether its markers were drawn at the last redraw. */
+  private readonly markersShown = new Map<number, boolean>();
 
   constructor(
     readonly metric: string,
@@ -113,9 +129,32 @@ export class MetricPanel {
     }
     this.element.dataset.points = String(values.length);
     this.element.dataset.runs = String(this.runs.length);
-    const only = this.runs.length === 1 ? this.runs[0]?.points.at(-1) : undefined;
-    this.latest.textContent = only ? `${formatNumber(only.value)} at step ${formatNumber(only.step)}` : "";
+    this.latest.textContent = this.latestText();
+    this.latest.classList.toggle("many", this.runs.length > 1);
+    const single = values.length > 0 && this.runs.every((run) => run.points.length <= 1);
+    this.element.dataset.single = String(single);
+    if (single !== this.single) {
+      this.single = single;
+      if (this.chart) this.chart.setSize({ width: this.chart.width, height: heightFor(this.chart.width, single) });
+    }
     this.render();
+  }
+
+  /**
+   * One run: its newest value and step. Several runs that each have one point at the same step:
+   * each run's value at that step (a dot per run says less than the numbers).
+   */
+  private latestText(): string {
+    if (this.runs.length === 1) {
+      const only = this.runs[0]?.points.at(-1);
+      return only ? `${formatNumber(only.value)} at step ${formatNumber(only.step)}` : "";
+    }
+    const drawn = this.runs.filter((run) => run.points.length > 0);
+    if (drawn.length === 0 || drawn.some((run) => run.points.length > 1)) return "";
+    const firsts = drawn.map((run) => ({ label: run.label, point: run.points[0] as Point }));
+    const step = firsts[0]?.point.step ?? 0;
+    if (firsts.some((first) => first.point.step !== step)) return "";
+    return `step ${formatNumber(step)}: ${firsts.map((first) => `${first.label} ${formatNumber(first.point.value)}`).join(", ")}`;
   }
 
   setSmoothing(weight: number): void {
@@ -140,7 +179,8 @@ export class MetricPanel {
 
   private render(): void {
     const data = this.alignedData();
-    const shape = `${this.log}|${this.runs.map((run) => run.label).join("\n")}`;
+    // Which runs have points is part of it too: the markers' offsets are spread over those.
+    const shape = `${this.log}|${this.runs.map((run) => `${run.points.length > 0 ? "+" : "-"}${run.label}`).join("\n")}`;
     const signature = summarize(data);
     if (this.chart && shape === this.shape) {
       if (signature === this.dataSignature) return; // nothing new: keep the zoom
@@ -152,7 +192,20 @@ export class MetricPanel {
     this.shape = shape;
     this.dataSignature = signature;
     const width = this.plot.clientWidth || 360;
+    this.markersShown.clear();
     this.chart = new uPlot(this.options(width), data, this.plot);
+    this.drawLegendMarkers();
+  }
+
+  /** The legend's colour boxes become each run's marker shape and line dash. */
+  private drawLegendMarkers(): void {
+    const rows = this.plot.querySelectorAll<HTMLElement>(".u-legend .u-series");
+    this.runs.forEach((_run, index) => {
+      const marker = rows[2 + index * 2]?.querySelector<HTMLElement>(".u-marker");
+      if (!marker) return;
+      marker.classList.add("has-icon");
+      marker.replaceChildren(markerIcon(index, seriesColor(index)));
+    });
   }
 
   /** uPlot's layout: one x of all steps, then per run its raw series and its smoothed one. */
@@ -183,7 +236,10 @@ export class MetricPanel {
 
   private options(width: number): uPlot.Options {
     const series: uPlot.Series[] = [{ label: "step", value: (_chart, value) => (value == null ? "—" : formatNumber(value)) }];
+    const drawn = this.runs.filter((run) => run.points.length > 0).length;
+    let rank = 0;
     this.runs.forEach((run, index) => {
+      const placed = run.points.length > 0 ? rank++ : 0;
       const color = seriesColor(index);
       series.push(
         { label: `${run.label} (raw)`, class: "raw", stroke: faint(color), width: 1, spanGaps: true, points: { show: false } },
@@ -191,14 +247,27 @@ export class MetricPanel {
           label: run.label,
           stroke: color,
           width: 2,
+          dash: lineDash(index),
           spanGaps: true,
           value: (chart, value, seriesIndex, index) => this.legendValue(chart, value, seriesIndex, index),
+          points: {
+            show: (chart, seriesIndex, idx0, idx1) => {
+              const shown = markersFit(idx1 - idx0 + 1, chart.bbox.width / (window.devicePixelRatio || 1));
+              this.markersShown.set(seriesIndex, shown);
+              return shown;
+            },
+            size: 9,
+            width: 1,
+            fill: color,
+            stroke: "#fff",
+            paths: markerPaths(index, placed, drawn),
+          },
         },
       );
     });
     return {
       width,
-      height: heightFor(width),
+      height: heightFor(width, this.single),
       series,
       scales: {
         x: { time: false, range: stepRange },
@@ -216,8 +285,8 @@ export class MetricPanel {
           incrs: STEP_INCREMENTS,
           space: 48,
           values: (_chart, splits) => {
-            const labels = splits.map((split) => formatNumber(split));
-            this.element.dataset.xTicks = labels.join(" ");
+            const labels = splits.map(stepLabel);
+            this.element.dataset.xTicks = labels.filter(Boolean).join(" ");
             return labels;
           },
         },
@@ -246,6 +315,11 @@ export class MetricPanel {
           (chart) => {
             const { min, max } = chart.scales.y ?? {};
             this.element.dataset.yRange = min === undefined || max === undefined ? "" : `${min} ${max}`;
+            // What the tests (and a curious reader of the DOM) can check: markers drawn, and whose.
+            const withPoints = this.runs.flatMap((run, index) => (run.points.length > 0 ? [index] : []));
+            const shown = withPoints.filter((index) => this.markersShown.get(2 + index * 2));
+            this.element.dataset.markers = withPoints.length === 0 ? "none" : shown.length === withPoints.length ? "shown" : shown.length > 0 ? "some" : "hidden";
+            this.element.dataset.markerShapes = withPoints.map((index) => markerShape(index)).join(" ");
           },
         ],
       },
@@ -263,6 +337,6 @@ export class MetricPanel {
   private fit(): void {
     const width = Math.floor(this.plot.clientWidth);
     if (!this.chart || width <= 0) return;
-    if (width !== this.chart.width) this.chart.setSize({ width, height: heightFor(width) });
+    if (width !== this.chart.width) this.chart.setSize({ width, height: heightFor(width, this.single) });
   }
 }

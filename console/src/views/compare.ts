@@ -1,9 +1,11 @@
-// Runs side by side: the chosen models' curves overlaid, one panel per metric, one series per model
-// (its colour in the legend), a cursor linked across the panels. The choice lives in the address
+// Runs side by side: the chosen models' curves overlaid, one panel per metric grouped by family
+// (validation, training; the rest folded), one series per model with its own colour, marker shape
+// and dash (so runs with equal values stay apart), a cursor linked across the panels. The choice lives in the address
 // (`#/compare?models=a,b`), so a comparison can be shared.
 import type { Model } from "../../../gen/srl/v1/models_pb.js";
 import { readable } from "../api.js";
 import { RunCharts, type RunSeries } from "../chart.js";
+import { markerIcon } from "../charts/markers.js";
 import { seriesColor } from "../charts/palette.js";
 import { h, showError } from "../dom.js";
 import { emptyState } from "../format.js";
@@ -25,7 +27,7 @@ export async function compareView(context: ViewContext): Promise<HTMLElement> {
   try {
     chosen = await findModels(ids, context.signal);
   } catch (error) {
-    if (!context.signal.aborted) showError(readable(error));
+    if (!context.signal.aborted) showError(readable(error), error);
     return heading;
   }
   const missing = ids.length - chosen.length;
@@ -34,7 +36,7 @@ export async function compareView(context: ViewContext): Promise<HTMLElement> {
       "ul",
       { class: "run-keys" },
       ...chosen.map((model, index) =>
-        h("li", { "data-model-id": model.id }, h("span", { class: "swatch", style: `background:${seriesColor(index)}` }), h("a", { href: `#/models/${model.id}` }, modelTitle(model)), h("span", { class: "muted" }, ` on ${model.baseModel}`)),
+        h("li", { "data-model-id": model.id }, markerIcon(index, seriesColor(index)), " ", h("a", { href: `#/models/${model.id}` }, modelTitle(model)), h("span", { class: "muted" }, ` on ${model.baseModel}`)),
       ),
     ),
     missing > 0 ? h("p", { class: "muted" }, `${missing} of the chosen models no longer exist${missing === 1 ? "s" : ""}.`) : "",

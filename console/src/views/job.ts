@@ -8,6 +8,7 @@ import { RunCharts } from "../chart.js";
 import { h, showError, statusBadge } from "../dom.js";
 import { emptyState, formatNumber, plural, shortId, timeCell, timeLong } from "../format.js";
 import { everyWhileShown, type ViewContext } from "../view.js";
+import { cancellable, cancelJobButton } from "./job-actions.js";
 import { JobProgress } from "./job-progress.js";
 import { isTerminal, jobDuration } from "./job-time.js";
 import { crumbs, modelTitle, playgroundHref } from "./links.js";
@@ -30,7 +31,11 @@ export async function jobView(jobId: string, context: ViewContext): Promise<HTML
     return h("section", {}, h("h1", {}, "Training job"), h("p", {}, "This job could not be read. ", h("a", { href: "#/" }, "Back to the models.")));
   }
   const progress = new JobProgress(job.type);
-  const view = new JobPage(job, model, progress);
+  const view = new JobPage(job, model, progress, (cancelled) => {
+    job = cancelled;
+    view.job = cancelled;
+    view.render();
+  });
   context.signal.addEventListener("abort", () => view.destroy());
 
   let schedule: ReturnType<typeof setTimeout> | undefined;
@@ -80,6 +85,8 @@ async function follow(jobId: string, progress: JobProgress, signal: AbortSignal,
 class JobPage {
   readonly element: HTMLElement;
   private readonly title = h("span", { class: "job-status" });
+  /** The cancel button while the job is queued or running. */
+  private readonly actions = h("div", { class: "job-actions" });
   private readonly facts = h("dl", { class: "facts" });
   private readonly bar = h("progress", { max: "1", value: "0" });
   private readonly counter = h("span", { "data-testid": "steps" }, "waiting for the trainer");
@@ -100,6 +107,7 @@ class JobPage {
     public job: TrainingJob,
     private readonly model: Model | null,
     private readonly progress: JobProgress,
+    private readonly cancelled: (job: TrainingJob) => void,
   ) {
     this.charts = new RunCharts(emptyState(job.status === "failed" ? "This job reported no gradient steps." : "The curves start with the first gradient step."));
     const title = model ? modelTitle(model) : job.modelId.slice(0, 8);
@@ -110,7 +118,7 @@ class JobPage {
         "section",
         { class: "page-header" },
         crumbs(h("a", { href: `#/models/${job.modelId}`, "data-link": "model" }, title), `job ${job.id.slice(0, 8)}`),
-        h("h1", {}, `${job.type.toUpperCase()} training job `, shortId(job.id), " ", this.title),
+        h("div", { class: "title-row" }, h("h1", {}, `${job.type.toUpperCase()} training job `, shortId(job.id), " ", this.title), this.actions),
         this.failure,
         this.facts,
         h("div", { class: "job-progress" }, this.bar, h("p", {}, this.counter)),
@@ -133,6 +141,8 @@ class JobPage {
     if (signature !== this.headerSignature) {
       this.headerSignature = signature;
       this.title.replaceChildren(statusBadge(job.status));
+      // Rebuilt only when it appears or goes, so a focused button keeps its focus while the job runs.
+      if (cancellable(job) !== (this.actions.childElementCount > 0)) this.actions.replaceChildren(cancellable(job) ? cancelJobButton(job, this.cancelled, "Cancel job") : "");
       const error = job.errorMessage ?? progress.failure;
       this.failure.hidden = !(job.status === "failed" || progress.failure);
       if (!this.failure.hidden) this.failure.replaceChildren(h("strong", {}, "This job failed."), h("pre", { class: "error-message" }, error ?? "No reason was recorded."));

@@ -1,17 +1,21 @@
 // A model: what it is and where it stands (latest step, current job), its run curves, its
-// checkpoints (metrics in columns, adapter downloads, a link to try each in the playground) and its
-// jobs. Refreshed while shown; the charts get new data in place, so zoom, smoothing and log scales stay.
-import type { Checkpoint, Model } from "../../../gen/srl/v1/models_pb.js";
+// checkpoints (metrics in columns; try, download, delete each), code that uses it, and its jobs
+// (cancel an unfinished one); the model itself can be deleted. Refreshed while shown; the charts get new data in place, so zoom, smoothing and log scales stay.
+import type { Model } from "../../../gen/srl/v1/models_pb.js";
 import type { TrainingJob } from "../../../gen/srl/v1/training_pb.js";
 import { models, readable, training } from "../api.js";
 import { RunCharts, type RunSeries } from "../chart.js";
-import { compareMetricNames } from "../charts/order.js";
+import { confirmAction } from "../confirm.js";
 import { h, showError, statusBadge } from "../dom.js";
-import { apiBase, chartName, emptyState, formatNumber, shortId, timeCell, timeLong } from "../format.js";
+import { apiBase, emptyState, formatNumber, shortId, timeCell, timeLong } from "../format.js";
 import { keepLoaded, type ViewContext } from "../view.js";
+import { checkpointTable } from "./checkpoints-table.js";
+import { cancellable, cancelJobButton } from "./job-actions.js";
 import { jobDuration } from "./job-time.js";
 import { crumbs, linkedShortId, modelTitle, playgroundHref } from "./links.js";
+import { ScrollCue } from "./scroll-cue.js";
 import { findModel, RunHistory } from "./run-data.js";
+import { Snippets } from "../snippets.js";
 import "./views.css";
 
 const REFRESH_MS = 2500;
@@ -34,12 +38,17 @@ export async function modelView(modelId: string, context: ViewContext): Promise<
   const charts = new RunCharts(
     emptyState(
       "No metrics yet. Log scored trajectories to draw reward curves (each training job adds its train/* curves):",
-      `curl -s ${apiBase()}/preview/models/${modelId}/log \\\n  -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \\\n  -d '{"split": "val", "trajectory_groups": [{"trajectories": [{"reward": 0.5}, {"reward": 0.9}]}]}'`,
+      `curl -s ${apiBase()}/preview/models/${modelId}/log \\\n  -H "Authorization: Bearer $SRL_API_KEY" -H "Content-Type: application/json" \\\n  -d '{"split": "val", "trajectory_groups": [{"trajectories": [{"reward": 0.5}, {"reward": 0.9}]}]}'`,
     ),
   );
   context.signal.addEventListener("abort", () => charts.destroy());
-  const checkpointsBox = h("div", { class: "table-scroll" });
+  const checkpointsCue = new ScrollCue(h("div", { class: "checkpoints-scroll" }), "th[data-metric]", "metric");
+  context.signal.addEventListener("abort", () => checkpointsCue.destroy());
+  const checkpointsNote = h("p", { class: "muted" });
   const jobsBox = h("div", {});
+  const snippets = new Snippets();
+  const remove = h("button", { type: "button", class: "secondary danger-outline", "data-action": "delete-model" }, "Delete model");
+  remove.addEventListener("click", () => void deleteModel(found, remove));
   const page = h(
     "div",
     { class: "model-page run-view" },
@@ -47,18 +56,20 @@ export async function modelView(modelId: string, context: ViewContext): Promise<
       "section",
       { class: "page-header" },
       crumbs(modelTitle(found)),
-      h("h1", {}, modelTitle(found)),
+      h("div", { class: "title-row" }, h("h1", {}, modelTitle(found)), remove),
       facts,
-      h("p", { class: "page-links" }, h("a", { href: `#/models/${modelId}/trajectories` }, "Trajectories"), h("a", { href: `#/compare?models=${encodeURIComponent(modelId)}` }, "Compare with other runs")),
+      h("p", { class: "page-links" }, h("a", { href: `#/models/${modelId}/train` }, "Train"), h("a", { href: `#/models/${modelId}/evaluate` }, "Evaluate"), h("a", { href: `#/models/${modelId}/trajectories` }, "Trajectories"), h("a", { href: `#/compare?models=${encodeURIComponent(modelId)}` }, "Compare with other runs")),
     ),
     h("section", { class: "charts-section" }, h("h2", {}, "Run curves"), charts.element),
-    h("section", {}, h("h2", {}, "Checkpoints"), checkpointsBox),
+    h("section", { class: "checkpoints-section" }, h("h2", {}, "Checkpoints"), checkpointsCue.element, checkpointsNote),
+    h("section", { class: "use-section" }, h("h2", {}, "Use this model"), h("p", { class: "muted", "data-use-step": "" }), snippets.element),
     h("section", {}, h("h2", {}, "Training jobs"), jobsBox),
   );
 
   const history = new RunHistory(found.runId);
   const shown = { checkpoints: "", jobs: "", facts: "" };
-  await keepLoaded(context, REFRESH_MS, async () => {
+  const useStep = page.querySelector("[data-use-step]") as HTMLElement;
+  const load = async () => {
     const [, checkpoints, jobs] = await Promise.all([
       history.load(context.signal),
       models.listCheckpoints({ modelId, limit: CHECKPOINTS_SHOWN, order: "desc" }, { signal: context.signal }),
@@ -71,12 +82,26 @@ export async function modelView(modelId: string, context: ViewContext): Promise<
     // Tables are rebuilt only when what they show changed (a click on a download is not lost).
     const latest = checkpoints.data[0]?.step ?? 0;
     const current = jobs.data[0] ?? null;
-    replaceIfChanged(shown, "facts", JSON.stringify([latest, current?.id, current?.status, current?.step]), () => facts.replaceChildren(...factRows(found, latest, current)));
-    replaceIfChanged(shown, "checkpoints", JSON.stringify([checkpoints.data, jobs.data.map((job) => [job.step, job.trainingEnd])]), () =>
-      checkpointsBox.replaceChildren(checkpointTable(found, checkpoints.data, jobs.data), checkpoints.hasMore ? h("p", { class: "muted" }, `The newest ${CHECKPOINTS_SHOWN} checkpoints.`) : ""),
-    );
-    replaceIfChanged(shown, "jobs", JSON.stringify([jobs.data, running(jobs.data) ? Date.now() : 0]), () => jobsBox.replaceChildren(jobsTable(modelId, jobs.data)));
-  });
+    replaceIfChanged(shown, "facts", JSON.stringify([latest, current?.id, current?.status, current?.step]), () => {
+      facts.replaceChildren(...factRows(found, latest, current));
+      useStep.textContent = `The latest step (${formatNumber(latest)}), under the name it is served by. Set SRL_API_KEY to an API key of ${found.entity} first.`;
+      snippets.show(found, latest);
+    });
+    replaceIfChanged(shown, "checkpoints", JSON.stringify([checkpoints.data, jobs.data.map((job) => [job.step, job.trainingEnd])]), () => {
+      checkpointsCue.box.replaceChildren(checkpointTable(found, checkpoints.data, jobs.data, reload));
+      checkpointsNote.textContent = checkpoints.hasMore ? `The newest ${CHECKPOINTS_SHOWN} checkpoints.` : "";
+      checkpointsCue.update();
+    });
+    replaceIfChanged(shown, "jobs", JSON.stringify(jobs.data), () => jobsBox.replaceChildren(jobsTable(modelId, jobs.data, reload)));
+    // A running job's duration ticks in its cell: rebuilding the table would take a keyboard user's focus off its Cancel button.
+    for (const job of jobs.data.filter((each) => each.status === "running")) {
+      const cell = jobsBox.querySelector(`td[data-duration-job="${job.id}"]`);
+      if (cell) cell.textContent = jobDuration(job);
+    }
+  };
+  /** After an action: the tables again now, not at the next refresh. */
+  const reload = () => void load().catch((error: unknown) => context.signal.aborted || showError(readable(error)));
+  await keepLoaded(context, REFRESH_MS, load);
   return page;
 }
 
@@ -84,10 +109,6 @@ function replaceIfChanged<K extends string>(shown: Record<K, string>, key: K, si
   if (shown[key] === signature) return;
   shown[key] = signature;
   render();
-}
-
-function running(jobs: readonly TrainingJob[]): boolean {
-  return jobs.some((job) => job.status === "running");
 }
 
 function fact(term: string, ...value: (Node | string)[]): HTMLElement[] {
@@ -109,43 +130,11 @@ function factRows(model: Model, latest: number, job: TrainingJob | null): HTMLEl
   ];
 }
 
-/** Checkpoints newest first, one column per metric under the name its chart has. */
-function checkpointTable(model: Model, checkpoints: readonly Checkpoint[], jobs: readonly TrainingJob[]): HTMLElement {
-  const names = [...new Set(checkpoints.flatMap((checkpoint) => Object.keys(checkpoint.metrics)))].sort((a, b) => compareMetricNames(chartName(a), chartName(b)));
-  const madeBy = new Map(jobs.filter((job) => job.step !== undefined).map((job) => [job.step as number, job]));
-  const head = h(
-    "tr",
-    {},
-    h("th", { class: "sticky num" }, "Step"),
-    h("th", {}, "Made"),
-    ...names.map((name) => h("th", { class: "num", "data-metric": chartName(name), title: name === chartName(name) ? name : `${name} (charted as ${chartName(name)})` }, chartName(name))),
-    h("th", {}, "Adapter"),
-    h("th", {}, "Playground"),
-  );
-  const rows = checkpoints.map((checkpoint) => {
-    const job = madeBy.get(checkpoint.step);
-    return h(
-      "tr",
-      { "data-step": String(checkpoint.step) },
-      h("td", { class: "sticky num" }, formatNumber(checkpoint.step)),
-      h("td", {}, checkpoint.step === 0 ? h("span", { class: "muted" }, "base model") : job ? h("a", { href: `#/jobs/${job.id}`, title: "The job that made it" }, timeCell(job.trainingEnd)) : "—"),
-      ...names.map((name) => {
-        const value = checkpoint.metrics[name];
-        return h("td", { class: "num", "data-metric": chartName(name) }, value === undefined ? "—" : formatNumber(value));
-      }),
-      // Step 0 is the base model itself: nothing to download.
-      h("td", {}, checkpoint.step > 0 ? downloadButton(`${model.project}/${model.name}:step${checkpoint.step}`) : ""),
-      h("td", {}, h("a", { href: playgroundHref(model, checkpoint.step), class: "try", "data-try": String(checkpoint.step) }, "try this step")),
-    );
-  });
-  return h("table", { class: "checkpoints-table" }, h("thead", {}, head), h("tbody", {}, ...rows));
-}
-
-function jobsTable(modelId: string, jobs: readonly TrainingJob[]): HTMLElement {
+function jobsTable(modelId: string, jobs: readonly TrainingJob[], changed: () => void): HTMLElement {
   if (jobs.length === 0) {
     return emptyState(
       "No training jobs yet. Send scored trajectory groups (sampled with logprobs) to train the next checkpoint:",
-      `curl -s ${apiBase()}/preview/training-jobs \\\n  -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \\\n  -d '{"model_id": "${modelId}", "trajectory_groups": [{"trajectories": [\n        {"messages_and_choices": [...], "reward": 1},\n        {"messages_and_choices": [...], "reward": 0}]}]}'`,
+      `curl -s ${apiBase()}/preview/training-jobs \\\n  -H "Authorization: Bearer $SRL_API_KEY" -H "Content-Type: application/json" \\\n  -d '{"model_id": "${modelId}", "trajectory_groups": [{"trajectories": [\n        {"messages_and_choices": [...], "reward": 1},\n        {"messages_and_choices": [...], "reward": 0}]}]}'`,
     );
   }
   return h(
@@ -154,7 +143,7 @@ function jobsTable(modelId: string, jobs: readonly TrainingJob[]): HTMLElement {
     h(
       "table",
       { class: "jobs-table" },
-      h("thead", {}, h("tr", {}, h("th", {}, "Job"), h("th", {}, "Type"), h("th", {}, "Status"), h("th", { class: "num" }, "Step made"), h("th", {}, "Created"), h("th", {}, "Duration"))),
+      h("thead", {}, h("tr", {}, h("th", {}, "Job"), h("th", {}, "Type"), h("th", {}, "Status"), h("th", { class: "num" }, "Step made"), h("th", {}, "Created"), h("th", {}, "Duration"), h("th", {}, h("span", { class: "visually-hidden" }, "Actions")))),
       h(
         "tbody",
         {},
@@ -167,7 +156,8 @@ function jobsTable(modelId: string, jobs: readonly TrainingJob[]): HTMLElement {
             h("td", {}, statusBadge(job.status), job.errorMessage ? h("div", { class: "row-error", title: job.errorMessage }, job.errorMessage) : ""),
             h("td", { class: "num" }, job.step === undefined ? "—" : formatNumber(job.step)),
             h("td", {}, timeCell(job.createdAt)),
-            h("td", {}, jobDuration(job)),
+            h("td", { "data-duration-job": job.id }, jobDuration(job)),
+            h("td", {}, cancellable(job) ? cancelJobButton(job, changed) : ""),
           ),
         ),
       ),
@@ -175,29 +165,17 @@ function jobsTable(modelId: string, jobs: readonly TrainingJob[]): HTMLElement {
   );
 }
 
-/** Downloads a checkpoint's adapter through the API (the key stays in a header, never in a URL). */
-function downloadButton(url: string): HTMLElement {
-  const button = h("button", { type: "button", class: "link", "data-download": url }, "download");
-  button.addEventListener("click", () => {
-    void (async () => {
-      button.textContent = "downloading…";
-      try {
-        const parts: Uint8Array<ArrayBuffer>[] = [];
-        let filename = "adapter.gguf";
-        for await (const chunk of training.downloadArtifactFile({ url })) {
-          if (chunk.filename) filename = chunk.filename;
-          parts.push(new Uint8Array(chunk.data));
-        }
-        const link = h("a", { href: URL.createObjectURL(new Blob(parts, { type: "application/octet-stream" })), download: filename });
-        link.click();
-        setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
-        showError(null);
-      } catch (error) {
-        showError(readable(error));
-      } finally {
-        button.textContent = "download";
-      }
-    })();
+/** Deletes the model after its name is typed, then goes back to the list. */
+async function deleteModel(model: Model, button: HTMLElement): Promise<void> {
+  const deleted = await confirmAction({
+    title: `Delete ${modelTitle(model)}?`,
+    message: [
+      h("p", {}, "This deletes the model ", h("strong", {}, modelTitle(model)), ", every checkpoint and adapter of it, its logged trajectories, its training jobs (unfinished ones are cancelled) and its run's curves. It cannot be undone."),
+    ],
+    typeToConfirm: model.name,
+    confirmLabel: "Delete this model",
+    action: async () => void (await models.deleteModel({ modelId: model.id })),
   });
-  return button;
+  if (deleted) location.hash = "#/";
+  else button.focus();
 }

@@ -9,6 +9,7 @@ import { everyWhileShown, type ViewContext } from "../view.js";
 import "./views.css";
 import { mapPooled } from "../lists.js";
 import { modelTitle } from "./links.js";
+import { newModelButton } from "./new-model.js";
 import { latestStep, newestJob } from "./run-data.js";
 
 const PAGE = 100;
@@ -71,19 +72,14 @@ export async function modelsView(context: ViewContext): Promise<HTMLElement> {
   try {
     const first = await loadPage();
     if (first.length === 0) {
-      section.append(
-        emptyState(
-          "No models yet. Register one on a base model (it is created in the API key's entity):",
-          `curl -s ${apiBase()}/preview/models \\\n  -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \\\n  -d '{"project": "demo", "name": "agent-001", "base_model": "tiny-chat"}'`,
-        ),
-      );
+      section.append(await emptyModels(context.signal));
       return section;
     }
   } catch (error) {
     if (!context.signal.aborted) showError(readable(error));
     return section;
   }
-  section.append(h("div", { class: "toolbar" }, compare, chosenCount), h("div", { class: "table-scroll" }, table), more);
+  section.append(h("div", { class: "toolbar" }, newModelButton(), compare, chosenCount), h("div", { class: "table-scroll" }, table), more);
 
   let tick = 0;
   everyWhileShown(context, REFRESH_MS, async () => {
@@ -94,6 +90,22 @@ export async function modelsView(context: ViewContext): Promise<HTMLElement> {
     );
   });
   return section;
+}
+
+/** No model yet: the form's button first, and the same through the API with the catalog's first base model. */
+async function emptyModels(signal: AbortSignal): Promise<HTMLElement> {
+  let base = "BASE_MODEL";
+  try {
+    base = (await models.listBaseModels({}, { signal })).models[0] ?? base;
+  } catch {
+    // The snippet keeps a placeholder; the form reads the catalog again and says what went wrong.
+  }
+  const empty = emptyState(
+    "No models yet. Register one on a base model (it is created in the API key's entity), here or through the API:",
+    `curl -s ${apiBase()}/preview/models \\\n  -H "Authorization: Bearer $SRL_API_KEY" -H "Content-Type: application/json" \\\n  -d '{"project": "demo", "name": "agent-001", "base_model": ${JSON.stringify(base)}}'`,
+  );
+  empty.querySelector("p")?.after(h("p", {}, newModelButton()));
+  return empty;
 }
 
 function newRow(model: Model, onChoose: (id: string, on: boolean) => void): Row {

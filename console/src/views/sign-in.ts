@@ -1,9 +1,14 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { apiKey, models, readable } from "../api.js";
 import { h, showError } from "../dom.js";
 
-/** Pasting an API key; it is checked against the API before it is kept for this tab. */
+/**
+ * Pasting an API key; it is checked against the API before it is kept for this tab. A refusal stays
+ * up only until the key is edited (an old "invalid key" beside a new key misleads).
+ */
 export function signInView(onSignedIn: () => void): HTMLElement {
   const input = h("input", { type: "password", name: "key", placeholder: "srl_…", autocomplete: "off", "aria-label": "API key", size: "50" });
+  input.addEventListener("input", () => showError(null));
   const form = h(
     "form",
     {
@@ -17,7 +22,10 @@ export function signInView(onSignedIn: () => void): HTMLElement {
           },
           (error: unknown) => {
             apiKey.clear();
-            showError(`Sign-in failed: ${readable(error)}`);
+            // A refused key: check it (the banner's "sign in again" would lead back here). Anything
+            // else (the server down) gets the banner's next step.
+            const refused = ConnectError.from(error).code === Code.Unauthenticated;
+            showError(`Sign-in failed: ${readable(error)}${refused ? ". Check the key, or create one with npm run keys -- create --entity NAME." : ""}`, refused ? undefined : error);
           },
         );
       },

@@ -44,7 +44,7 @@ export async function trajectoriesView(modelId: string, context: ViewContext): P
           {},
           emptyState(
             "No trajectories stored yet. Log some (they also train when sent to a training job):",
-            `curl -X POST ${apiBase()}/preview/models/${modelId}/log \\\n  -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \\\n  -d '{"split":"val","trajectory_groups":[{"trajectories":[{"messages_and_choices":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"4"}],"reward":1}]}]}'`,
+            `curl -X POST ${apiBase()}/preview/models/${modelId}/log \\\n  -H "Authorization: Bearer $SRL_API_KEY" -H "Content-Type: application/json" \\\n  -d '{"split":"val","trajectory_groups":[{"trajectories":[{"messages_and_choices":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"4"}],"reward":1}]}]}'`,
           ),
         ),
       );
@@ -54,7 +54,7 @@ export async function trajectoriesView(modelId: string, context: ViewContext): P
     page.append(heading, body);
     browse(modelId, batches, context, body);
   } catch (error) {
-    showError(readable(error));
+    showError(readable(error), error);
   }
   return page;
 }
@@ -175,7 +175,7 @@ function browse(modelId: string, batches: TrajectoryBatch[], context: ViewContex
       drawResults();
       showError(null);
     } catch (error) {
-      showError(readable(error));
+      showError(readable(error), error);
     }
   };
 
@@ -265,13 +265,19 @@ function trajectoryDetails(row: TrajectoryRow, inGroup: boolean): HTMLElement {
   const details = h(
     "details",
     { class: "trajectory-row", "data-trajectory": `${row.groupIndex}:${row.index}` },
-    h("summary", {}, h("span", { class: "reward-pill" }, row.reward === null ? "—" : formatNumber(row.reward)), h("span", { class: "muted" }, ` ${label} `), h("span", { class: "preview" }, reply || "(no reply)")),
+    h("summary", {}, rewardPill(row.reward), h("span", { class: "muted" }, ` ${label} `), h("span", { class: "preview" }, reply || "(no reply)")),
   );
   // Drawn when first opened: a batch can hold thousands of chats.
   details.addEventListener("toggle", () => {
     if (details.open && details.childElementCount === 1) details.append(trajectoryCard(row.trajectory, label));
   });
   return details;
+}
+
+/** A trajectory's reward in its row; read out as "reward 0.5" (the number alone says little). */
+function rewardPill(reward: number | null): HTMLElement {
+  if (reward === null) return h("span", { class: "reward-pill", title: "no reward", "data-reward": "" }, h("span", { class: "visually-hidden" }, "no reward"), h("span", { "aria-hidden": "true" }, "—"));
+  return h("span", { class: "reward-pill", title: "reward", "data-reward": String(reward) }, h("span", { class: "visually-hidden" }, "reward "), formatNumber(reward));
 }
 
 function firstUserText(trajectory: JsonObject | undefined): string {
