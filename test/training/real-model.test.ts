@@ -130,7 +130,8 @@ describe("SmolLM2-135M-Instruct Q4_1", () => {
     const before = await greedy(name, FACT_QUESTIONS[0]!);
     expect(before).not.toContain("Quillmore");
 
-    const rows = Array.from({ length: 3 }, () => FACT_QUESTIONS.map((q) => JSON.stringify({ messages: [{ role: "user", content: q }, { role: "assistant", content: FACT_ANSWER }] }))).flat();
+    // Each question twice: 4 steps of 4 (loss 2.9 -> 0.17 measured, the answer word for word).
+    const rows = Array.from({ length: 2 }, () => FACT_QUESTIONS.map((q) => JSON.stringify({ messages: [{ role: "user", content: q }, { role: "assistant", content: FACT_ANSWER }] }))).flat();
     const upload = await restAt("POST", "/v1/preview/artifacts?project=real&name=fact-data&type=dataset&filename=train.jsonl", {
       key,
       base: isolated.server.url,
@@ -185,10 +186,10 @@ describe("SmolLM2-135M-Instruct Q4_1", () => {
     const reward = (tokens: number, finished: boolean) => (finished ? (MAX_TOKENS - tokens) / MAX_TOKENS : 0);
     const curve: number[] = [];
     const gaps: number[] = [];
-    // Two jobs on three prompts: the reward clears the bar after the second (0.16 -> 0.42 measured;
-    // 0.10-0.12 -> 0.64-0.83 with a fourth prompt); each further round costs minutes of the suite
-    // on 2 cores.
-    const ROUNDS = 3;
+    // One job on three prompts at learning rate 1e-3 clears the bar by far (0.126 -> 0.719 measured,
+    // the same in two runs); two jobs at 3e-4 reached 0.16 -> 0.42 and took four times as long in the
+    // suite (318 s of its 2-core time).
+    const ROUNDS = 2;
     for (let step = 0; step < ROUNDS; step++) {
       const groups = [];
       let total = 0;
@@ -210,7 +211,7 @@ describe("SmolLM2-135M-Instruct Q4_1", () => {
       }
       curve.push(total / count);
       if (step === ROUNDS - 1) break;
-      const job = await rest("POST", "/v1/preview/training-jobs", { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 3e-4 } });
+      const job = await rest("POST", "/v1/preview/training-jobs", { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 1e-3 } });
       expect(job.status, job.text).toBe(200);
       const outcome = await followJob(key, (job.body as { id: string }).id, model.id, isolated.server.url, 600_000);
       expect(outcome.terminal.type, JSON.stringify(outcome.terminal.data)).toBe("training_ended");
