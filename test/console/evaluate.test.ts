@@ -6,6 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rest as restAt } from "../support/clients.js";
 import { consoleErrors, launchBrowser, screenshotBoth, signedInPage } from "../support/console-browser.js";
+import { sampledGroup } from "../support/sampled-group.js";
 import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 
 interface Model {
@@ -40,9 +41,7 @@ beforeAll(async () => {
   key = isolated.key;
   model = await api<Model>("POST", "/v1/preview/models", { project: "evals", name: "judged", base_model: "tiny-chat" });
   // A real RL job makes step 1.
-  const messages = [{ role: "user", content: "hi" }];
-  const sampled = await api<{ choices: unknown[] }>("POST", "/v1/chat/completions", { model: `wandb-artifact:///${model.entity}/evals/judged`, messages, n: 4, temperature: 1, seed: 1, max_tokens: 8, logprobs: true, return_tokens_as_token_ids: true });
-  const groups = [{ trajectories: sampled.choices.map((choice, i) => ({ messages_and_choices: [...messages, choice], reward: i / 4 })) }];
+  const groups = [await sampledGroup({ base: url, key, model: `wandb-artifact:///${model.entity}/evals/judged`, prompt: "hi", seed: 1 })];
   const job = await api<{ id: string }>("POST", "/v1/preview/training-jobs", { model_id: model.id, trajectory_groups: groups, experimental_config: { learning_rate: 0.001 } });
   for (;;) {
     const state = await api<{ status: string; error_message?: string }>("GET", `/v1/preview/training-jobs/${job.id}`);

@@ -14,6 +14,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rest as restAt } from "../support/clients.js";
 import { consoleErrors, DESKTOP, launchBrowser, PHONE, screenshotBoth, signedInPage, tabTo } from "../support/console-browser.js";
+import { sampledGroup } from "../support/sampled-group.js";
 import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 
 interface Model {
@@ -42,14 +43,11 @@ async function api<T>(method: string, path: string, body?: unknown): Promise<T> 
   return response.body as T;
 }
 
-/** Groups of 4 sampled replies (logprobs as token ids, as ART samples), rewards spread in each group. */
+/** `count` groups sampled from the model (see sampledGroup), a prompt and seed each. */
 async function sampleGroups(model: Model, count: number) {
+  const served = `wandb-artifact:///${model.entity}/${model.project}/${model.name}`;
   const groups = [];
-  for (let g = 0; g < count; g++) {
-    const messages = [{ role: "user", content: `Count to ${g + 2}.` }];
-    const sampled = await api<{ choices: unknown[] }>("POST", "/v1/chat/completions", { model: `wandb-artifact:///${model.entity}/${model.project}/${model.name}`, messages, n: 4, temperature: 1, seed: g + 1, max_tokens: 8, logprobs: true, return_tokens_as_token_ids: true });
-    groups.push({ trajectories: sampled.choices.map((choice, i) => ({ messages_and_choices: [...messages, choice], reward: i / 4 })) });
-  }
+  for (let g = 0; g < count; g++) groups.push(await sampledGroup({ base: url, key, model: served, prompt: `Count to ${g + 2}.`, seed: g + 1 }));
   return groups;
 }
 

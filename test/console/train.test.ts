@@ -6,6 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rest as restAt } from "../support/clients.js";
 import { consoleErrors, launchBrowser, screenshotBoth, signedInPage } from "../support/console-browser.js";
+import { sampledGroup } from "../support/sampled-group.js";
 import { startIsolatedServer, type IsolatedServer } from "../support/isolated-server.js";
 import { checkFile, JsonlChecker, MAX_LISTED_ERRORS } from "../../console/src/train/jsonl-check.js";
 
@@ -113,8 +114,7 @@ describe("train view", () => {
     // A reward-only batch (nothing to train), then a batch of the model's own sampled replies.
     await rest("POST", `/v1/preview/models/${modelId}/log`, { split: "val", trajectory_groups: [{ trajectories: [{ reward: 0.2 }, { reward: 0.4 }] }] });
     const messages = [{ role: "user", content: "hi" }];
-    const sampled = (await rest("POST", "/v1/chat/completions", { model: "wandb-artifact:///train-team/web/learner", messages, n: 4, temperature: 1, seed: 1, max_tokens: 8, logprobs: true, return_tokens_as_token_ids: true })).body as { choices: unknown[] };
-    const groups = [{ trajectories: sampled.choices.map((choice, i) => ({ messages_and_choices: [...messages, choice], reward: i / 4 })) }];
+    const groups = [await sampledGroup({ base: url, key, model: "wandb-artifact:///train-team/web/learner", prompt: "hi", seed: 1 })];
     expect((await rest("POST", `/v1/preview/models/${modelId}/log`, { split: "train", trajectory_groups: groups })).status).toBe(200);
 
     await page.goto(`${url}/#/models/${modelId}/train`);

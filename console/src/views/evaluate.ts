@@ -14,7 +14,7 @@ import { savedList } from "../evaluate/saved-list.js";
 import { plural } from "../format.js";
 import type { ViewContext } from "../view.js";
 import "../evaluate/evaluate.css";
-import { crumbs, modelTitle } from "./links.js";
+import { crumbs, modelNotFound, modelTitle } from "./links.js";
 import { findModel } from "./run-data.js";
 import "./views.css";
 
@@ -33,7 +33,7 @@ export async function evaluateView(modelId: string, context: ViewContext): Promi
     return h("section", {}, h("h1", {}, "Evaluate"), h("p", { class: "muted" }, "The model could not be read. Check that the server is up, then reload the page."));
   }
   if (!model) {
-    return h("section", {}, h("h1", {}, "Model not found"), h("p", {}, "No model of yours has the id ", h("code", {}, modelId), ". ", h("a", { href: "#/" }, "Back to the models.")));
+    return modelNotFound(modelId);
   }
   const found = model;
 

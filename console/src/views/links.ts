@@ -31,3 +31,8 @@ export function crumbs(...parts: (HTMLElement | string)[]): HTMLElement {
   for (const part of parts) trail.push(" / ", part);
   return h("p", { class: "crumbs" }, ...trail);
 }
+
+/** What a model's pages show for an id that names no model of the caller's entity. */
+export function modelNotFound(modelId: string): HTMLElement {
+  return h("section", {}, h("h1", {}, "Model not found"), h("p", {}, "No model of yours has the id ", h("code", {}, modelId), ". ", h("a", { href: "#/" }, "Back to the models.")));
+}

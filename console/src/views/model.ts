@@ -12,7 +12,7 @@ import { keepLoaded, type ViewContext } from "../view.js";
 import { checkpointTable } from "./checkpoints-table.js";
 import { cancellable, cancelJobButton } from "./job-actions.js";
 import { jobDuration } from "./job-time.js";
-import { crumbs, linkedShortId, modelTitle, playgroundHref } from "./links.js";
+import { crumbs, linkedShortId, modelNotFound, modelTitle, playgroundHref } from "./links.js";
 import { ScrollCue } from "./scroll-cue.js";
 import { findModel, RunHistory } from "./run-data.js";
 import { Snippets } from "../snippets.js";
@@ -31,7 +31,7 @@ export async function modelView(modelId: string, context: ViewContext): Promise<
     return h("section", {}, h("h1", {}, "Model"), h("p", { class: "muted" }, "The model could not be read."));
   }
   if (!model) {
-    return h("section", {}, h("h1", {}, "Model not found"), h("p", {}, "No model of yours has the id ", h("code", {}, modelId), ". ", h("a", { href: "#/" }, "Back to the models.")));
+    return modelNotFound(modelId);
   }
   const found = model;
   const facts = h("dl", { class: "facts" });

@@ -7,7 +7,7 @@ import { rlForm } from "../train/rl-form.js";
 import { sftForm } from "../train/sft-form.js";
 import "../train/train.css";
 import type { ViewContext } from "../view.js";
-import { crumbs, modelTitle } from "./links.js";
+import { crumbs, modelNotFound, modelTitle } from "./links.js";
 import { findModel } from "./run-data.js";
 
 export async function trainView(modelId: string, context: ViewContext): Promise<HTMLElement> {
@@ -18,7 +18,7 @@ export async function trainView(modelId: string, context: ViewContext): Promise<
     if (!context.signal.aborted) showError(readable(error));
     return h("section", {}, h("h1", {}, "Train"), h("p", {}, "The model could not be read. ", h("a", { href: "#/" }, "Back to the models.")));
   }
-  if (!model) return h("section", {}, h("h1", {}, "Train"), h("p", {}, "No model with this id belongs to your entity. ", h("a", { href: "#/" }, "Back to the models.")));
+  if (!model) return modelNotFound(modelId);
 
   const follow = (jobId: string) => {
     location.hash = `#/jobs/${jobId}`;
